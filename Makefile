@@ -1,0 +1,34 @@
+# The two commands of the README: `make run` and `make test`. Each bootstraps a fresh
+# clone: uv (installed when missing), the pinned environment in .venv, the database.
+export UV_PYTHON_DOWNLOADS := never
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+UV = $(shell command -v uv 2>/dev/null || (test -x var/bootstrap/bin/uv && echo var/bootstrap/bin/uv) || echo "$(PYTHON) -m uv")
+
+.PHONY: run test lint bootstrap replay clean
+
+bootstrap: $(VENV)/.synced
+
+# uv comes from PyPI into var/bootstrap when neither `uv` nor `python3 -m uv` exists.
+$(VENV)/.synced: pyproject.toml uv.lock
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || test -x var/bootstrap/bin/uv || \
+		($(PYTHON) -m venv var/bootstrap && var/bootstrap/bin/pip install --quiet uv)
+	$(UV) sync --frozen
+	@touch $@
+
+run: bootstrap
+	$(PY) manage.py up
+
+test: bootstrap
+	$(PY) -m pytest
+
+lint: bootstrap
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+replay: bootstrap
+	$(PY) manage.py replay --check ../shared/scenarios/*.json tests/scenarios/*.json
+
+clean:
+	rm -rf var/broker var/supervisor.sqlite3* var/celerybeat-schedule*

@@ -1,0 +1,113 @@
+"""POST /api/v1/events (contract §1): JSON or NDJSON batches, partial acceptance."""
+
+import json
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from ninja import Router
+
+from supervisor.core.ingest import UnreadableLine, apply_events
+
+from .auth import TokenAuth
+
+router = Router(tags=["events"])
+
+JSON_TYPES = {"application/json"}
+NDJSON_TYPES = {"application/x-ndjson", "application/ndjson", "application/jsonl"}
+
+EVENTS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["events"],
+                    "properties": {
+                        "events": {
+                            "type": "array",
+                            "maxItems": 1000,
+                            "items": {"$ref": "#/components/schemas/Event"},
+                        }
+                    },
+                }
+            },
+            "application/x-ndjson": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+@router.post(
+    "/events",
+    auth=TokenAuth("ingest"),
+    openapi_extra=EVENTS_BODY,
+    summary="Send events",
+    response={200: dict, 400: dict, 401: dict, 403: dict, 413: dict, 415: dict},
+)
+def post_events(request):
+    content_type = request.content_type.lower()
+    if content_type not in JSON_TYPES | NDJSON_TYPES:
+        return error(
+            415,
+            f"content type {content_type or '(none)'!r} is not accepted; "
+            "send application/json or application/x-ndjson",
+        )
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return error(413, "the body is larger than 1 MiB")
+    if len(body) > settings.INGEST_MAX_BYTES:
+        return error(413, f"the body is {len(body)} bytes; at most 1 MiB (1048576) per request")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error(400, f"the body is not UTF-8: {exc}")
+    if content_type in JSON_TYPES:
+        events = _json_events(text)
+    else:
+        events = _ndjson_events(text)
+    if isinstance(events, JsonResponse):
+        return events
+    if len(events) > settings.INGEST_MAX_EVENTS:
+        return error(413, f"{len(events)} events; at most 1000 per request")
+    result = apply_events(request.source, events)
+    return JsonResponse(result.as_response())
+
+
+def _json_events(text: str):
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return error(400, f"the body is not valid JSON: {exc}")
+    if not isinstance(body, dict):
+        return error(
+            400, f"the body must be a JSON object with 'events', not {type(body).__name__}"
+        )
+    if "events" not in body:
+        return error(400, "the body has no 'events' key")
+    if not isinstance(body["events"], list):
+        return error(400, "'events' must be a list")
+    return body["events"]
+
+
+def _ndjson_events(text: str):
+    events = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            events.append(UnreadableLine(line, f"line {number} is not valid JSON: {exc}"))
+            continue
+        if not isinstance(value, dict):
+            events.append(UnreadableLine(line, f"line {number} is not a JSON object"))
+            continue
+        events.append(value)
+    return events

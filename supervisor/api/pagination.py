@@ -1,0 +1,26 @@
+"""Keyset cursors: opaque tokens holding the sort key of the last row of a page."""
+
+import base64
+import json
+from datetime import datetime
+
+from ninja.errors import HttpError
+
+
+def encode(*values) -> str:
+    raw = json.dumps([v.isoformat() if isinstance(v, datetime) else v for v in values])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode(cursor: str, kinds: tuple) -> list:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        values = json.loads(raw)
+        if not isinstance(values, list) or len(values) != len(kinds):
+            raise ValueError
+        return [
+            None if v is None else datetime.fromisoformat(v) if kind is datetime else kind(v)
+            for v, kind in zip(values, kinds, strict=True)
+        ]
+    except (ValueError, TypeError):
+        raise HttpError(400, "the cursor is not one this API gave out") from None

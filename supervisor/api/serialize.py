@@ -1,0 +1,38 @@
+"""JSON shapes of contract §6, shared by the API and the pages' data attributes."""
+
+from supervisor.core.models import Flag, Task
+
+
+def flag_json(flag: Flag) -> dict:
+    return {
+        "id": flag.pk,
+        "kind": flag.kind,
+        "state": flag.state,
+        "subject": {
+            "type": flag.subject_type,
+            "id": flag.subject_id,
+            "namespace": flag.namespace.name,
+        },
+        "opened_at": flag.opened_at,
+        "resolved_at": flag.resolved_at,
+        "acknowledged_at": flag.acknowledged_at,
+        "snoozed_until": flag.snoozed_until,
+        "evidence": flag.evidence,
+    }
+
+
+def task_summary_json(task: Task, open_flags: list[str]) -> dict:
+    return {
+        "id": task.task_id,
+        "namespace": task.namespace.name,
+        "title": task.title,
+        "parent_thread": task.parent_thread.thread_id if task.parent_thread_id else None,
+        "child_thread": task.child_thread.thread_id if task.child_thread_id else None,
+        "mode": task.mode,
+        "status": task.status,
+        "work_state": task.work_state,
+        "summary": task.summary,
+        "delegated_at": task.delegated_at,
+        "reported_at": task.reported_at,
+        "open_flags": sorted(open_flags),
+    }

@@ -1,0 +1,117 @@
+"""GET /api/v1/tasks and /api/v1/tasks/{id} (contract §6)."""
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.db.models import Exists, OuterRef, Q
+from django.http import HttpRequest
+from ninja import Router
+from ninja.errors import HttpError
+
+from supervisor.core.loader import load_for_task
+from supervisor.core.models import Flag, Task
+from supervisor.core.task_detail import describe_task
+
+from . import pagination
+from .auth import readers
+from .serialize import flag_json, task_summary_json
+
+router = Router(tags=["tasks"], auth=readers())
+
+PAGE_SIZE = 50
+
+
+def task_queryset(*, flag=None, state=None, status=None, q=None, namespace=None):
+    tasks = Task.objects.filter(known=True).select_related(
+        "namespace", "parent_thread", "child_thread"
+    )
+    if namespace:
+        tasks = tasks.filter(namespace__name=namespace)
+    if status:
+        tasks = tasks.filter(status=status)
+    if q:
+        tasks = tasks.filter(Q(title__icontains=q) | Q(task_id__icontains=q))
+    if flag or state:
+        flags = Flag.objects.filter(task=OuterRef("pk"))
+        if flag:
+            flags = flags.filter(kind=flag)
+        if state:
+            flags = flags.filter(state=state)
+        tasks = tasks.filter(Exists(flags))
+    return tasks
+
+
+def open_flag_kinds(tasks) -> dict[int, list[str]]:
+    kinds = defaultdict(list)
+    for task_id, kind in Flag.objects.filter(
+        task__in=[t.pk for t in tasks], state=Flag.OPEN
+    ).values_list("task_id", "kind"):
+        kinds[task_id].append(kind)
+    return kinds
+
+
+@router.get("/tasks", summary="List tasks, newest first")
+def list_tasks(
+    request: HttpRequest,
+    flag: str | None = None,
+    state: str | None = None,
+    status: str | None = None,
+    q: str | None = None,
+    namespace: str | None = None,
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
+):
+    if state not in (None, Flag.OPEN, Flag.RESOLVED):
+        raise HttpError(400, "state must be 'open' or 'resolved'")
+    limit = max(1, min(limit, 200))
+    tasks = task_queryset(flag=flag, state=state, status=status, q=q, namespace=namespace)
+    if cursor:
+        at, pk = pagination.decode(cursor, (datetime, int))
+        tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))
+    page = list(tasks.order_by("-delegated_at", "-pk")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    kinds = open_flag_kinds(page)
+    return {
+        "items": [task_summary_json(t, kinds[t.pk]) for t in page],
+        "next": pagination.encode(page[-1].delegated_at, page[-1].pk) if more else None,
+    }
+
+
+def find_task(task_id: str, namespace: str | None) -> Task:
+    """One task by orchestrator id; 409 when the id exists in several namespaces."""
+    tasks = Task.objects.filter(task_id=task_id, known=True).select_related(
+        "namespace", "parent_thread", "child_thread"
+    )
+    if namespace:
+        tasks = tasks.filter(namespace__name=namespace)
+    found = list(tasks[:20])
+    if not found:
+        raise HttpError(404, f"no task {task_id!r}")
+    if len(found) > 1:
+        names = sorted(t.namespace.name for t in found)
+        raise HttpError(409, f"task {task_id!r} exists in namespaces {names}; add ?namespace=")
+    return found[0]
+
+
+@router.get("/tasks/{path:task_id}", summary="One task with its runs, wakes and flags")
+def get_task(request: HttpRequest, task_id: str, namespace: str | None = None):
+    task = find_task(task_id, namespace)
+    detail = describe_task(task, load_for_task(task))
+    flags = Flag.objects.filter(task=task).select_related("namespace").order_by("opened_at", "pk")
+    return {
+        **task_summary_json(task, [f.kind for f in flags if f.state == Flag.OPEN]),
+        **detail.as_json(),
+        "flags": [flag_json(f) for f in flags],
+        "actions": [
+            {
+                "id": a.pk,
+                "kind": a.kind,
+                "state": a.state,
+                "run": a.run_id,
+                "reason": a.reason,
+                "created_at": a.created_at,
+            }
+            for a in task.actions.order_by("created_at", "pk")
+        ],
+    }

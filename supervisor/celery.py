@@ -1,0 +1,15 @@
+import os
+from pathlib import Path
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
+
+app = Celery("supervisor")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["supervisor.core"])
+
+# The filesystem broker needs its folders before the first message.
+for folder in (app.conf.broker_transport_options or {}).values():
+    if isinstance(folder, str) and "broker" in folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)

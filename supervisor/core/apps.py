@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "supervisor.core"
+    label = "core"
+    verbose_name = "Supervisor"
+
+    def ready(self):
+        from . import checks  # noqa: F401  (registers the system checks)

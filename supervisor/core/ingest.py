@@ -1,0 +1,439 @@
+"""Validate and apply events: the one path for HTTP, connectors and replay.
+
+Each event is stored once per (source, id), the first one wins. Entity rows are
+derived so that arrival order does not matter: every described part of an entity
+keeps the `at` and id of the event that described it, and a later description
+(by `at`, then event id) replaces an earlier one, whichever arrives first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from . import clock
+from .contract import Event, EventError, event_id_of, parse_event
+from .models import (
+    BackgroundItem,
+    Change,
+    DeadLetter,
+    Environment,
+    IngestedEvent,
+    Namespace,
+    Run,
+    Source,
+    Task,
+    TaskReport,
+    Thread,
+    ToolRejection,
+    Wake,
+)
+
+
+@dataclass(frozen=True)
+class UnreadableLine:
+    """An NDJSON line that is not a JSON object: rejected with id null, kept raw."""
+
+    text: str
+    error: str
+
+
+@dataclass
+class IngestResult:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: list[dict] = field(default_factory=list)
+    touched_tasks: set[str] = field(default_factory=set)
+    touched_threads: set[str] = field(default_factory=set)
+
+    def as_response(self) -> dict:
+        return {"accepted": self.accepted, "duplicates": self.duplicates, "rejected": self.rejected}
+
+
+def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
+    """Validate, store and apply a batch from `source`; valid events are kept even
+    when others are rejected, and rejected ones go to the dead-letter list."""
+    result = IngestResult()
+    valid: list[Event] = []
+    raw_by_id: dict[str, Any] = {}
+    dead: list[DeadLetter] = []
+    seen_in_batch: set[str] = set()
+    for index, raw in enumerate(raw_events):
+        if isinstance(raw, UnreadableLine):
+            result.rejected.append({"index": index, "id": None, "error": raw.error})
+            dead.append(DeadLetter(source=source, body=raw.text, error=raw.error))
+            continue
+        try:
+            event = parse_event(raw)
+        except EventError as exc:
+            event_id = event_id_of(raw)
+            result.rejected.append({"index": index, "id": event_id, "error": str(exc)})
+            dead.append(
+                DeadLetter(source=source, event_id=event_id, body=_dump(raw), error=str(exc))
+            )
+            continue
+        if event.id in seen_in_batch:
+            result.duplicates += 1
+            continue
+        seen_in_batch.add(event.id)
+        valid.append(event)
+        raw_by_id[event.id] = raw
+
+    with transaction.atomic():
+        # One writer per namespace at a time: entity rows are read, merged and written.
+        Namespace.objects.select_for_update().filter(pk=source.namespace_id).first()
+        if dead:
+            DeadLetter.objects.bulk_create(dead)
+        existing = _existing_ids(source, [e.id for e in valid])
+        new = [e for e in valid if e.id not in existing]
+        result.duplicates += len(valid) - len(new)
+        result.accepted = len(new)
+        if new:
+            IngestedEvent.objects.bulk_create(
+                IngestedEvent(
+                    source=source,
+                    event_id=e.id,
+                    type=e.type,
+                    at=e.at,
+                    env=e.env,
+                    data=raw_by_id[e.id].get("data", {}),
+                )
+                for e in new
+            )
+            mirror = Mirror(source)
+            for event in new:
+                mirror.apply(event)
+            mirror.save()
+            result.touched_tasks = mirror.touched_tasks
+            result.touched_threads = mirror.touched_threads
+            _record_changes(source, result)
+        if valid:
+            Source.objects.filter(pk=source.pk).update(last_event_at=clock.now())
+    return result
+
+
+def _dump(raw: Any) -> str:
+    try:
+        return json.dumps(raw, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(raw)
+
+
+def _existing_ids(source: Source, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        found.update(
+            IngestedEvent.objects.filter(source=source, event_id__in=chunk).values_list(
+                "event_id", flat=True
+            )
+        )
+    return found
+
+
+def _record_changes(source: Source, result: IngestResult) -> None:
+    now = clock.now()
+    Change.objects.bulk_create(
+        [
+            Change(
+                at=now,
+                namespace_id=source.namespace_id,
+                kind="task.updated",
+                subject_type="task",
+                subject_id=task_id,
+            )
+            for task_id in sorted(result.touched_tasks)
+        ]
+        + [
+            Change(
+                at=now,
+                namespace_id=source.namespace_id,
+                kind="thread.updated",
+                subject_type="thread",
+                subject_id=thread_id,
+            )
+            for thread_id in sorted(result.touched_threads)
+        ]
+    )
+
+
+def _newer(at: datetime, event_id: str, current_at: datetime | None, current_event: str | None):
+    """Does a description at (at, event_id) replace the one kept? Later `at`, then greater id."""
+    if current_event is None:
+        return True
+    return (at, event_id) > (current_at, current_event)
+
+
+class Mirror:
+    """Entity rows of one namespace touched by a batch, loaded lazily, written in bulk."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.namespace_id = source.namespace_id
+        self.threads: dict[str, Thread] = {}
+        self.tasks: dict[str, Task] = {}
+        self.runs: dict[str, Run] = {}
+        self.items: dict[str, BackgroundItem] = {}
+        self.wakes: dict[str, Wake] = {}
+        self.reports: list[TaskReport] = []
+        self.rejections: list[ToolRejection] = []
+        self.environments: dict[str, datetime] = {}
+        self.touched_tasks: set[str] = set()
+        self.touched_threads: set[str] = set()
+        self._loaded = False
+        self._pending: list[Event] = []
+
+    # Events are collected first so that every row they name is loaded in one query per model.
+    def apply(self, event: Event) -> None:
+        self._pending.append(event)
+
+    def save(self) -> None:
+        self._load(self._pending)
+        for event in self._pending:
+            seen = self.environments.get(event.env)
+            self.environments[event.env] = max(seen, event.at) if seen else event.at
+            getattr(self, "_" + event.type.replace(".", "_"))(event, event.data)
+        self._write()
+
+    def _load(self, events: list[Event]) -> None:
+        want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
+        for event in events:
+            data = event.data
+            for name in ("thread", "parent_thread", "child_thread"):
+                if getattr(data, name, None):
+                    want["thread"].add(getattr(data, name))
+            if event.type == "wake.queued" and data.source.thread:
+                want["thread"].add(data.source.thread)
+            for name, key in (("task", "task"), ("run", "run"), ("item", "item"), ("wake", "wake")):
+                if event.type.split(".")[0] in {"task", "run", "background", "wake"} and getattr(
+                    data, name, None
+                ):
+                    want[key].add(getattr(data, name))
+        ns = self.namespace_id
+        self.threads = _by_id(Thread, ns, "thread_id", want["thread"])
+        self.tasks = _by_id(Task, ns, "task_id", want["task"])
+        self.runs = _by_id(Run, ns, "run_id", want["run"])
+        self.items = _by_id(BackgroundItem, ns, "item_id", want["item"])
+        self.wakes = _by_id(Wake, ns, "wake_id", want["wake"])
+
+    def _thread(self, thread_id: str | None) -> Thread | None:
+        if thread_id is None:
+            return None
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            thread = self.threads[thread_id] = Thread(
+                namespace_id=self.namespace_id, thread_id=thread_id
+            )
+        self.touched_threads.add(thread_id)
+        return thread
+
+    def _entity(self, cache: dict, model, key: str, entity_id: str, **defaults):
+        row = cache.get(entity_id)
+        if row is None:
+            row = cache[entity_id] = model(
+                namespace_id=self.namespace_id, **{key: entity_id}, **defaults
+            )
+        return row
+
+    def _task(self, task_id: str) -> Task:
+        self.touched_tasks.add(task_id)
+        return self._entity(self.tasks, Task, "task_id", task_id)
+
+    def _run(self, event: Event) -> Run:
+        return self._entity(
+            self.runs, Run, "run_id", event.data.run, thread=self._thread(event.data.thread)
+        )
+
+    def _item(self, event: Event) -> BackgroundItem:
+        return self._entity(
+            self.items,
+            BackgroundItem,
+            "item_id",
+            event.data.item,
+            thread=self._thread(event.data.thread),
+        )
+
+    def _wake(self, wake_id: str) -> Wake:
+        return self._entity(self.wakes, Wake, "wake_id", wake_id)
+
+    # One method per event type: _<type with dots as underscores>.
+
+    def _thread_seen(self, event, data):
+        thread = self._thread(data.thread)
+        self._thread(data.parent_thread)
+        if _newer(event.at, event.id, thread.seen_at, thread.seen_event):
+            thread.title = data.title or ""
+            thread.parent_thread_id = data.parent_thread
+            thread.provider = data.provider
+            thread.model = data.model
+            thread.seen_at, thread.seen_event = event.at, event.id
+
+    def _task_delegated(self, event, data):
+        task = self._task(data.task)
+        parent, child = self._thread(data.parent_thread), self._thread(data.child_thread)
+        if _newer(event.at, event.id, task.delegated_at, task.delegated_event):
+            task.known = True
+            task.parent_thread, task.child_thread = parent, child
+            task.title = data.title
+            task.mode = data.mode
+            task.prompt = data.prompt
+            task.client_request_id = data.client_request_id
+            task.parent_run_id = data.parent_run
+            task.target_env = data.target_env
+            task.requested_at = data.requested_at
+            task.follow_up_of = data.follow_up_of
+            task.env = event.env
+            task.delegated_at, task.delegated_event = event.at, event.id
+
+    def _task_reported(self, event, data):
+        task = self._task(data.task)
+        report = TaskReport(
+            task=task,
+            source=self.source,
+            event_id=event.id,
+            at=event.at,
+            status=data.status,
+            work_state=data.work_state,
+            summary=data.summary,
+            result_run_id=data.result_run,
+            error=data.error,
+            pending_child_runs=data.pending_child_runs,
+        )
+        self.reports.append(report)
+        if _newer(event.at, event.id, task.reported_at, task.report_event):
+            task.status = data.status
+            task.work_state = data.work_state
+            task.summary = data.summary
+            task.result_run_id = data.result_run
+            task.error = data.error
+            task.pending_child_runs = data.pending_child_runs
+            task.reported_at, task.report_event = event.at, event.id
+
+    def _run_requested(self, event, data):
+        run = self._run(event)
+        if _newer(event.at, event.id, run.requested_at, run.requested_event):
+            run.thread = self._thread(data.thread)
+            run.ordinal = data.ordinal
+            run.trigger_kind = data.trigger.kind
+            run.trigger_ref = data.trigger.reference
+            run.env = event.env
+            run.requested_at, run.requested_event = event.at, event.id
+
+    def _run_started(self, event, data):
+        run = self._run(event)
+        if _newer(event.at, event.id, run.started_at, run.started_event):
+            run.started_at, run.started_event = event.at, event.id
+
+    def _run_activity(self, event, data):
+        run = self._run(event)
+        if _newer(event.at, event.id, run.last_activity_at, run.activity_event):
+            run.last_activity_at, run.activity_event = event.at, event.id
+
+    def _run_finished(self, event, data):
+        run = self._run(event)
+        if _newer(event.at, event.id, run.finished_at, run.finished_event):
+            run.status = data.status
+            run.summary = data.summary
+            run.error = data.error
+            run.finished_at, run.finished_event = event.at, event.id
+
+    def _background_started(self, event, data):
+        item = self._item(event)
+        if _newer(event.at, event.id, item.started_at, item.started_event):
+            item.thread = self._thread(data.thread)
+            item.kind = data.kind
+            item.run_id = data.run
+            item.label = data.label
+            item.awaited = data.awaited
+            item.env = event.env
+            item.started_at, item.started_event = event.at, event.id
+
+    def _background_finished(self, event, data):
+        item = self._item(event)
+        if _newer(event.at, event.id, item.finished_at, item.finished_event):
+            item.finish_status = data.status
+            item.finished_at, item.finished_event = event.at, event.id
+
+    def _wake_queued(self, event, data):
+        wake = self._wake(data.wake)
+        thread = self._thread(data.thread)
+        self._thread(data.source.thread)
+        if data.source.task:
+            self.touched_tasks.add(data.source.task)
+        if _newer(event.at, event.id, wake.queued_at, wake.queued_event):
+            wake.thread = thread
+            wake.source_kind = data.source.kind
+            wake.source_task = data.source.task
+            wake.source_thread = data.source.thread
+            wake.source_item = data.source.item
+            wake.summary = data.summary
+            wake.outcome = data.outcome
+            wake.env = event.env
+            wake.queued_at, wake.queued_event = event.at, event.id
+
+    def _wake_delivered(self, event, data):
+        wake = self._wake(data.wake)
+        if _newer(event.at, event.id, wake.delivered_at, wake.delivered_event):
+            wake.delivered_run = data.run
+            wake.delivered_at, wake.delivered_event = event.at, event.id
+
+    def _tool_rejected(self, event, data):
+        self.rejections.append(
+            ToolRejection(
+                namespace_id=self.namespace_id,
+                thread=self._thread(data.thread),
+                source=self.source,
+                event_id=event.id,
+                at=event.at,
+                tool=data.tool,
+                code=data.code,
+                message=data.message,
+                caller=data.caller,
+                env=event.env,
+            )
+        )
+
+    def _write(self) -> None:
+        # Threads first: Django fills the other rows' foreign keys from the saved instances.
+        _save_all(Thread, self.threads.values())
+        _save_all(Task, self.tasks.values())
+        _save_all(Run, self.runs.values())
+        _save_all(BackgroundItem, self.items.values())
+        _save_all(Wake, self.wakes.values())
+        TaskReport.objects.bulk_create(self.reports)
+        ToolRejection.objects.bulk_create(self.rejections)
+        for name, at in self.environments.items():
+            env, created = Environment.objects.get_or_create(
+                namespace_id=self.namespace_id, name=name, defaults={"last_event_at": at}
+            )
+            if not created and (env.last_event_at is None or env.last_event_at < at):
+                Environment.objects.filter(pk=env.pk).update(last_event_at=at)
+
+
+def _by_id(model, namespace_id: int, key: str, ids: set[str]) -> dict:
+    rows: dict = {}
+    id_list = sorted(ids)
+    for start in range(0, len(id_list), 500):
+        chunk = id_list[start : start + 500]
+        for row in model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": chunk}):
+            rows[getattr(row, key)] = row
+    return rows
+
+
+def _save_all(model, rows) -> None:
+    rows = list(rows)
+    new = [r for r in rows if r.pk is None]
+    old = [r for r in rows if r.pk is not None]
+    if new:
+        model.objects.bulk_create(new)
+    if old:
+        fields = [
+            f.name
+            for f in model._meta.concrete_fields
+            if not f.primary_key and f.name != "namespace"
+        ]
+        model.objects.bulk_update(old, fields, batch_size=500)

@@ -1,0 +1,341 @@
+"""The mirror of what orchestrators report (contract §2–3) and what Supervisor concludes.
+
+Entities are keyed by (namespace, orchestrator id). Cross-references to other
+entities are kept as the orchestrator's id strings, so anything referenced before
+it is described needs no placeholder row; threads, which the pages join, get a
+placeholder row on first mention. Each `*_event` column names the event that
+described that part, which breaks ties (later `at`, then greater event id, wins)
+and serves as evidence.
+"""
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Namespace(models.Model):
+    """Where orchestrator ids are unique; the sources of one installation share one."""
+
+    name = models.CharField(max_length=200, unique=True)
+
+    def __str__(self):
+        return self.name
+
+
+class Source(models.Model):
+    """A sender of events, known by its bearer token (stored hashed)."""
+
+    SCOPES = ("ingest", "read", "act")
+
+    name = models.CharField(max_length=200, unique=True)
+    namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="sources")
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_prefix = models.CharField(max_length=12, help_text="Shown to tell tokens apart.")
+    scopes = models.CharField(max_length=100, default="ingest,read")
+    settings = models.JSONField(default=dict, blank=True, help_text="Detection overrides.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return self.name
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @property
+    def scope_set(self) -> frozenset[str]:
+        return frozenset(s.strip() for s in self.scopes.split(",") if s.strip())
+
+
+class Environment(models.Model):
+    """A machine events come from; clocks of different environments are not in sync."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    name = models.CharField(max_length=200)
+    last_event_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="environment_unique")
+        ]
+
+
+class Thread(models.Model):
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    thread_id = models.CharField(max_length=500)
+    title = models.TextField(blank=True, default="")
+    parent_thread_id = models.CharField(max_length=500, null=True)
+    provider = models.CharField(max_length=200, null=True)
+    model = models.CharField(max_length=200, null=True)
+    seen_at = models.DateTimeField(null=True)
+    seen_event = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "thread_id"], name="thread_unique")
+        ]
+
+    def __str__(self):
+        return self.title or self.thread_id
+
+
+class Task(models.Model):
+    """A delegated task, with the orchestrator's current view of it kept alongside."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    task_id = models.CharField(max_length=500)
+    known = models.BooleanField(default=False, help_text="Its task.delegated has arrived.")
+    parent_thread = models.ForeignKey(
+        Thread, null=True, on_delete=models.SET_NULL, related_name="delegated_tasks"
+    )
+    child_thread = models.ForeignKey(
+        Thread, null=True, on_delete=models.SET_NULL, related_name="child_tasks"
+    )
+    title = models.TextField(default="")
+    mode = models.CharField(max_length=10, null=True)
+    prompt = models.TextField(null=True)
+    client_request_id = models.CharField(max_length=500, null=True)
+    parent_run_id = models.CharField(max_length=500, null=True)
+    target_env = models.CharField(max_length=200, null=True)
+    requested_at = models.DateTimeField(null=True)
+    follow_up_of = models.CharField(max_length=500, null=True)
+    delegated_at = models.DateTimeField(null=True)
+    delegated_event = models.CharField(max_length=200, null=True)
+    env = models.CharField(max_length=200, null=True)
+    # The current report (latest by `at`, then event id), kept here for lists and filters.
+    status = models.CharField(max_length=20, null=True)
+    work_state = models.CharField(max_length=30, null=True)
+    summary = models.TextField(null=True)
+    result_run_id = models.CharField(max_length=500, null=True)
+    error = models.TextField(null=True)
+    pending_child_runs = models.BooleanField(null=True)
+    reported_at = models.DateTimeField(null=True)
+    report_event = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "task_id"], name="task_unique")]
+        indexes = [
+            # The list: newest first with keyset pagination, and its filters.
+            models.Index(fields=["-delegated_at", "-id"], name="task_newest"),
+            models.Index(fields=["status", "-delegated_at", "-id"], name="task_status_newest"),
+        ]
+
+    def __str__(self):
+        return self.title or self.task_id
+
+
+class TaskReport(models.Model):
+    """Every `task.reported`: the orchestrator's view of the task at a time."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reports")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    event_id = models.CharField(max_length=200)
+    at = models.DateTimeField()
+    status = models.CharField(max_length=20)
+    work_state = models.CharField(max_length=30, null=True)
+    summary = models.TextField(null=True)
+    result_run_id = models.CharField(max_length=500, null=True)
+    error = models.TextField(null=True)
+    pending_child_runs = models.BooleanField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="report_unique")]
+        indexes = [models.Index(fields=["task", "at"], name="report_task_at")]
+
+
+class Run(models.Model):
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    run_id = models.CharField(max_length=500)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    ordinal = models.IntegerField(null=True)
+    trigger_kind = models.CharField(max_length=20, null=True)
+    trigger_ref = models.CharField(max_length=500, null=True)
+    requested_at = models.DateTimeField(null=True)
+    started_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+    status = models.CharField(max_length=20, null=True)
+    summary = models.TextField(null=True)
+    error = models.TextField(null=True)
+    last_activity_at = models.DateTimeField(null=True)
+    env = models.CharField(max_length=200, null=True)
+    requested_event = models.CharField(max_length=200, null=True)
+    started_event = models.CharField(max_length=200, null=True)
+    finished_event = models.CharField(max_length=200, null=True)
+    activity_event = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "run_id"], name="run_unique")]
+        indexes = [models.Index(fields=["thread", "ordinal"], name="run_thread_ordinal")]
+
+
+class BackgroundItem(models.Model):
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    item_id = models.CharField(max_length=500)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="background_items")
+    kind = models.CharField(max_length=20, null=True)
+    run_id = models.CharField(max_length=500, null=True)
+    label = models.TextField(null=True)
+    awaited = models.BooleanField(null=True)
+    started_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+    finish_status = models.CharField(max_length=20, null=True)
+    env = models.CharField(max_length=200, null=True)
+    started_event = models.CharField(max_length=200, null=True)
+    finished_event = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "item_id"], name="item_unique")]
+
+
+class Wake(models.Model):
+    """A notification queued for a thread, which wakes it."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    wake_id = models.CharField(max_length=500)
+    thread = models.ForeignKey(Thread, null=True, on_delete=models.CASCADE, related_name="wakes")
+    source_kind = models.CharField(max_length=20, null=True)
+    source_task = models.CharField(max_length=500, null=True)
+    source_thread = models.CharField(max_length=500, null=True)
+    source_item = models.CharField(max_length=500, null=True)
+    summary = models.TextField(null=True)
+    outcome = models.CharField(max_length=20, null=True)
+    queued_at = models.DateTimeField(null=True)
+    delivered_at = models.DateTimeField(null=True)
+    delivered_run = models.CharField(max_length=500, null=True)
+    env = models.CharField(max_length=200, null=True)
+    queued_event = models.CharField(max_length=200, null=True)
+    delivered_event = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "wake_id"], name="wake_unique")]
+        indexes = [
+            models.Index(fields=["namespace", "source_task"], name="wake_source_task"),
+            models.Index(fields=["namespace", "source_thread"], name="wake_source_thread"),
+        ]
+
+
+class ToolRejection(models.Model):
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="rejections")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    event_id = models.CharField(max_length=200)
+    at = models.DateTimeField()
+    tool = models.CharField(max_length=200)
+    code = models.CharField(max_length=200)
+    message = models.TextField()
+    caller = models.CharField(max_length=30, null=True)
+    env = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "event_id"], name="rejection_unique")
+        ]
+
+
+class IngestedEvent(models.Model):
+    """Every accepted event, raw, once per (source, id): the first one wins."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    event_id = models.CharField(max_length=200)
+    type = models.CharField(max_length=40)
+    at = models.DateTimeField()
+    env = models.CharField(max_length=200)
+    data = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="event_unique")]
+
+
+class DeadLetter(models.Model):
+    """A rejected event, kept raw so an operator can fix and replay it: nothing is lost."""
+
+    source = models.ForeignKey(Source, null=True, on_delete=models.SET_NULL)
+    event_id = models.CharField(max_length=200, null=True)
+    body = models.TextField()
+    error = models.TextField()
+    received_at = models.DateTimeField(auto_now_add=True)
+    replayed_at = models.DateTimeField(null=True)
+    replay_error = models.TextField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["-received_at"], name="deadletter_newest")]
+
+
+class Flag(models.Model):
+    """One opening of a flag kind on a subject, kept with its history."""
+
+    OPEN, RESOLVED = "open", "resolved"
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    subject_type = models.CharField(max_length=10)  # task | thread | source
+    subject_id = models.CharField(max_length=500)
+    task = models.ForeignKey(Task, null=True, on_delete=models.CASCADE, related_name="flags")
+    kind = models.CharField(max_length=40)
+    state = models.CharField(max_length=10, default=OPEN)
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolve_reason = models.TextField(null=True)
+    acknowledged_at = models.DateTimeField(null=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    snoozed_until = models.DateTimeField(null=True)
+    evidence = models.JSONField(default=dict)
+    # Resolved by an operator while its condition held: not reopened until the
+    # condition has stopped holding and holds again (contract §5).
+    suppressed = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            # Two workers never open the same flag twice.
+            models.UniqueConstraint(
+                fields=["namespace", "subject_type", "subject_id", "kind"],
+                condition=Q(state="open"),
+                name="flag_one_open",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["state", "kind"], name="flag_state_kind"),
+            models.Index(fields=["namespace", "subject_type", "subject_id"], name="flag_subject"),
+        ]
+
+
+class Action(models.Model):
+    """An operator's request to cancel, continue or deliver; performed by a worker."""
+
+    KINDS = ("cancel", "continue", "deliver")
+    STATES = ("queued", "sending", "succeeded", "failed")
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="actions")
+    kind = models.CharField(max_length=10)
+    run_id = models.CharField(max_length=500, null=True)
+    message = models.TextField(null=True)
+    reason = models.TextField(null=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    state = models.CharField(max_length=10, default="queued")
+    attempts = models.IntegerField(default=0)
+    last_error = models.TextField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class Change(models.Model):
+    """The ordered log of state changes: the outbox live pages follow."""
+
+    at = models.DateTimeField(auto_now_add=True)
+    namespace = models.ForeignKey(Namespace, null=True, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=40)  # task.updated, flag.opened, ...
+    subject_type = models.CharField(max_length=10)
+    subject_id = models.CharField(max_length=500)
+    payload = models.JSONField(default=dict)

@@ -1,0 +1,238 @@
+"""What an operator reads about one task: what the parent was given beside the latest
+result, and one timeline of reports, runs, background items and wakes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from . import ownership
+from .models import Task
+from .snapshot import Snapshot, TaskView
+
+
+@dataclass
+class TimelineEntry:
+    at: datetime | None
+    kind: str  # report | run.requested | run.started | run.finished | background.* | wake.*
+    subject: str
+    text: str = ""
+    owned: bool | None = None
+    event_id: str | None = None
+
+    def as_json(self) -> dict:
+        return {
+            "at": self.at,
+            "kind": self.kind,
+            "subject": self.subject,
+            "text": self.text,
+            "owned": self.owned,
+            "event_id": self.event_id,
+        }
+
+
+@dataclass
+class TaskDetail:
+    task: TaskView
+    latest_result: str | None
+    latest_result_run: str | None
+    latest_result_reached_parent: bool
+    result_run: str | None
+    handed: list[str]
+    owned_runs: set[str]
+    runs: list = field(default_factory=list)
+    items: list = field(default_factory=list)
+    wakes: list = field(default_factory=list)
+    timeline: list[TimelineEntry] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "latest_result": self.latest_result,
+            "latest_result_run": self.latest_result_run,
+            "latest_result_reached_parent": self.latest_result_reached_parent,
+            "result_run": self.result_run,
+            "handed_to_parent": self.handed,
+            "reports": [
+                {
+                    "event_id": r.event_id,
+                    "at": r.at,
+                    "status": r.status,
+                    "work_state": r.work_state,
+                    "summary": r.summary,
+                    "result_run": r.result_run,
+                    "error": r.error,
+                    "pending_child_runs": r.pending_child_runs,
+                }
+                for r in self.task.reports
+            ],
+            "runs": [
+                {
+                    "id": r.id,
+                    "thread": r.thread,
+                    "ordinal": r.ordinal,
+                    "owned": r.id in self.owned_runs,
+                    "trigger": {"kind": r.trigger_kind, "ref": r.trigger_ref},
+                    "requested_at": r.requested_at,
+                    "started_at": r.started_at,
+                    "finished_at": r.finished_at,
+                    "status": r.status,
+                    "summary": r.summary,
+                    "error": r.error,
+                    "env": r.env,
+                }
+                for r in self.runs
+            ],
+            "background_items": [
+                {
+                    "id": i.id,
+                    "kind": i.kind,
+                    "run": i.run,
+                    "label": i.label,
+                    "awaited": i.awaited,
+                    "started_at": i.started_at,
+                    "finished_at": i.finished_at,
+                    "status": i.finish_status,
+                }
+                for i in self.items
+            ],
+            "wakes": [
+                {
+                    "id": w.id,
+                    "thread": w.thread,
+                    "source": {
+                        "kind": w.source_kind,
+                        "task": w.source_task,
+                        "thread": w.source_thread,
+                        "item": w.source_item,
+                    },
+                    "summary": w.summary,
+                    "outcome": w.outcome,
+                    "queued_at": w.queued_at,
+                    "delivered_at": w.delivered_at,
+                    "delivered_run": w.delivered_run,
+                }
+                for w in self.wakes
+            ],
+        }
+
+
+def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
+    view = snap.tasks[task.task_id]
+    child = ownership.child_thread(snap, view)
+    owned = {run.id for run in ownership.owned_runs(snap, view)}
+    latest_run = ownership.latest_result_run(snap, view)
+    latest = latest_run.summary if latest_run else None
+    result_run = ownership.result_run(snap, view)
+    runs = snap.runs_by_thread.get(child, []) if child else []
+    items = sorted(
+        snap.items_by_thread.get(child, []) if child else [],
+        key=lambda i: (i.started_at or ownership.LATEST, i.id),
+    )
+    wakes = sorted(
+        (
+            w
+            for w in snap.wakes.values()
+            if (child and w.thread == child)
+            or (w.source_task == task.task_id)
+            or (
+                w.thread == view.parent_thread
+                and w.source_kind == "manual"
+                and w.source_task == task.task_id
+            )
+        ),
+        key=lambda w: (w.queued_at or ownership.LATEST, w.id),
+    )
+    detail = TaskDetail(
+        task=view,
+        latest_result=latest,
+        latest_result_run=latest_run.id if latest_run else None,
+        latest_result_reached_parent=latest is not None
+        and ownership.has_reached_parent(snap, view, latest),
+        result_run=result_run.id if result_run else None,
+        handed=list(dict.fromkeys(h.text for h in ownership.handed(snap, view))),
+        owned_runs=owned,
+        runs=runs,
+        items=items,
+        wakes=wakes,
+    )
+    detail.timeline = _timeline(view, runs, items, wakes, owned)
+    return detail
+
+
+def _timeline(view: TaskView, runs, items, wakes, owned: set[str]) -> list[TimelineEntry]:
+    entries = [
+        TimelineEntry(
+            view.delegated_at, "task.delegated", view.id, view.title, event_id=view.delegated_event
+        )
+    ]
+    for r in view.reports:
+        text = r.status + (f" ({r.work_state})" if r.work_state else "")
+        if r.summary:
+            text += f": {r.summary}"
+        entries.append(TimelineEntry(r.at, "task.reported", view.id, text, event_id=r.event_id))
+    for run in runs:
+        label = f"run {run.ordinal if run.ordinal is not None else '?'}"
+        is_owned = run.id in owned
+        trigger = run.trigger_kind or "unknown trigger"
+        for at, kind, text, event in (
+            (
+                run.requested_at,
+                "run.requested",
+                f"{label} requested ({trigger})",
+                run.requested_event,
+            ),
+            (run.started_at, "run.started", f"{label} started", run.started_event),
+            (
+                run.finished_at,
+                "run.finished",
+                f"{label} {run.status}: {run.summary or ''}".strip(),
+                run.finished_event,
+            ),
+        ):
+            if event:
+                entries.append(TimelineEntry(at, kind, run.id, text, is_owned, event))
+    for item in items:
+        name = item.label or item.id
+        if item.started_event:
+            entries.append(
+                TimelineEntry(
+                    item.started_at,
+                    "background.started",
+                    item.id,
+                    f"{item.kind or 'item'} started: {name}",
+                    event_id=item.started_event,
+                )
+            )
+        if item.finished_event:
+            entries.append(
+                TimelineEntry(
+                    item.finished_at,
+                    "background.finished",
+                    item.id,
+                    f"{item.kind or 'item'} finished: {name}",
+                    event_id=item.finished_event,
+                )
+            )
+    for wake in wakes:
+        if wake.queued_event:
+            entries.append(
+                TimelineEntry(
+                    wake.queued_at,
+                    "wake.queued",
+                    wake.id,
+                    f"wake to {wake.thread} ({wake.source_kind}"
+                    f"{', ' + wake.outcome if wake.outcome else ''}): {wake.summary or ''}".strip(),
+                    event_id=wake.queued_event,
+                )
+            )
+        if wake.delivered_event:
+            entries.append(
+                TimelineEntry(
+                    wake.delivered_at,
+                    "wake.delivered",
+                    wake.id,
+                    "delivered" + (f" into {wake.delivered_run}" if wake.delivered_run else ""),
+                    event_id=wake.delivered_event,
+                )
+            )
+    return sorted(entries, key=lambda e: (e.at or ownership.LATEST, e.event_id or ""))

@@ -1,0 +1,204 @@
+"""One env-driven settings file. With no environment set, everything is embedded:
+SQLite and Celery's filesystem broker under var/, the in-process channel layer."""
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("SUPERVISOR_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def env(name, default=""):
+    """A setting from the environment, or from the file named by NAME_FILE (for secrets)."""
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        return Path(path).read_text().strip()
+    return os.environ.get(name, default)
+
+
+def env_bool(name, default=False):
+    value = env(name, "")
+    if value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name, default):
+    value = env(name, "")
+    return int(value) if value.strip() else default
+
+
+def env_list(name, default=""):
+    return [part.strip() for part in env(name, default).split(",") if part.strip()]
+
+
+def database_from_url(url):
+    """postgres://user:pass@host:port/name -> a Django DATABASES entry (psycopg 3, pooled)."""
+    parts = urlsplit(url)
+    options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    pool = options.pop("pool", "true").lower() not in {"0", "false", "no"}
+    db = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "",
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+    }
+    if pool:
+        db["OPTIONS"]["pool"] = {"min_size": 1, "max_size": env_int("DATABASE_POOL_SIZE", 10)}
+    return db
+
+
+def sqlite_database(path):
+    # WAL + IMMEDIATE + a busy timeout: web, worker and beat all write.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env("SECRET_KEY", "")
+if not SECRET_KEY:
+    # Embedded default: a key made once per checkout and kept under var/.
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        import secrets
+
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    SECRET_KEY = key_file.read_text().strip()
+
+PORT = env_int("PORT", 8000)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "supervisor.core",
+    "supervisor.web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "supervisor.urls"
+ASGI_APPLICATION = "supervisor.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": database_from_url(DATABASE_URL)}
+else:
+    DATABASES = {"default": sqlite_database(VAR_DIR / "supervisor.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "web:task-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+# Celery: the filesystem transport needs no server; Redis when a team outgrows it.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
+_broker_dir = VAR_DIR / "broker"
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.05,
+    }
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {"visibility_timeout": 3600}
+)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+CHANNEL_LAYER_URL = env("CHANNEL_LAYER_URL", "")
+if CHANNEL_LAYER_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [CHANNEL_LAYER_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Ingest limits of contract §1.
+INGEST_MAX_EVENTS = 1000
+INGEST_MAX_BYTES = 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = INGEST_MAX_BYTES + 64 * 1024
+
+# Durations of contract §5 (seconds); sources and scenarios may override them.
+SUPERVISOR_DETECTION = {
+    "delivery_grace": env_int("SUPERVISOR_DELIVERY_GRACE", 60),
+    "orphan_grace": env_int("SUPERVISOR_ORPHAN_GRACE", 60),
+    "wake_timeout": env_int("SUPERVISOR_WAKE_TIMEOUT", 600),
+    "stuck_after": env_int("SUPERVISOR_STUCK_AFTER", 1800),
+    "wake_start_timeout": env_int("SUPERVISOR_WAKE_START_TIMEOUT", 120),
+    "dispatch_lag": env_int("SUPERVISOR_DISPATCH_LAG", 5),
+    "source_silence": env_int("SUPERVISOR_SOURCE_SILENCE", 900),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

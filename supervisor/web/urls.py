@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "web"
+urlpatterns = [
+    path("", views.task_list, name="task-list"),
+    path("tasks/<int:pk>/", views.task_detail, name="task-detail"),
+]

@@ -1,0 +1,73 @@
+"""Server-rendered pages; htmx requests get the page's partial alone."""
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, render
+
+from supervisor.api.pagination import decode, encode
+from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
+from supervisor.core.loader import load_for_task
+from supervisor.core.models import Flag, Task
+from supervisor.core.rules import RULES
+from supervisor.core.task_detail import describe_task
+
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+
+
+def _template(request, name: str, partial: str) -> str:
+    return f"{name}#{partial}" if request.headers.get("HX-Request") else name
+
+
+@login_required
+def task_list(request):
+    filters = {k: request.GET.get(k, "").strip() for k in ("q", "status", "flag")}
+    tasks = task_queryset(
+        q=filters["q"] or None,
+        status=filters["status"] or None,
+        flag=filters["flag"] or None,
+        state=Flag.OPEN if filters["flag"] else None,
+    )
+    cursor = request.GET.get("cursor")
+    if cursor:
+        from datetime import datetime
+
+        from django.db.models import Q
+        from ninja.errors import HttpError
+
+        try:
+            at, pk = decode(cursor, (datetime, int))
+        except HttpError:
+            at = pk = None
+        if pk is not None:
+            tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))
+    page = list(tasks.order_by("-delegated_at", "-pk")[: PAGE_SIZE + 1])
+    next_cursor = None
+    if len(page) > PAGE_SIZE:
+        page = page[:PAGE_SIZE]
+        next_cursor = encode(page[-1].delegated_at, page[-1].pk)
+    kinds = open_flag_kinds(page)
+    context = {
+        "rows": [{"task": t, "flags": sorted(kinds[t.pk])} for t in page],
+        "filters": filters,
+        "statuses": STATUSES,
+        "flag_kinds": sorted(rule.KIND for rule in RULES),
+        "next_cursor": next_cursor,
+        "next_query": urlencode(
+            {**{k: v for k, v in filters.items() if v}, "cursor": next_cursor or ""}
+        ),
+    }
+    return render(request, _template(request, "web/task_list.html", "rows"), context)
+
+
+@login_required
+def task_detail(request, pk: int):
+    task = get_object_or_404(
+        Task.objects.select_related("namespace", "parent_thread", "child_thread"),
+        pk=pk,
+        known=True,
+    )
+    detail = describe_task(task, load_for_task(task))
+    flags = task.flags.order_by("-state", "-opened_at")
+    context = {"task": task, "detail": detail, "flags": flags}
+    return render(request, _template(request, "web/task_detail.html", "results"), context)
