@@ -1,6 +1,9 @@
 # The two commands of the README: `make run` and `make test`. Each bootstraps a fresh
 # clone: uv (installed when missing), the pinned environment in .venv, the database.
 export UV_PYTHON_DOWNLOADS := never
+# Byte-compiled dependencies start ~3x faster; some shells forbid writing .pyc files.
+export UV_COMPILE_BYTECODE := 1
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python

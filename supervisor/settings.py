@@ -97,6 +97,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -147,6 +148,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Served by WhiteNoise straight from static/, so `make run` needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
 
 # Celery: the filesystem transport needs no server; Redis when a team outgrows it.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")

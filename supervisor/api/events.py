@@ -68,10 +68,7 @@ def post_events(request):
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return error(400, f"the body is not UTF-8: {exc}")
-    if content_type in JSON_TYPES:
-        events = _json_events(text)
-    else:
-        events = _ndjson_events(text)
+    events = _json_events(text) if content_type in JSON_TYPES else _ndjson_events(text)
     if isinstance(events, JsonResponse):
         return events
     if len(events) > settings.INGEST_MAX_EVENTS:

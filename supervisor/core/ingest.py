@@ -420,20 +420,31 @@ def _by_id(model, namespace_id: int, key: str, ids: set[str]) -> dict:
     for start in range(0, len(id_list), 500):
         chunk = id_list[start : start + 500]
         for row in model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": chunk}):
+            row._as_loaded = _values(row)
             rows[getattr(row, key)] = row
     return rows
 
 
+def _columns(model) -> list:
+    return [f for f in model._meta.concrete_fields if not f.primary_key]
+
+
+def _values(row) -> dict:
+    return {f.attname: getattr(row, f.attname) for f in _columns(type(row))}
+
+
 def _save_all(model, rows) -> None:
+    """Insert new rows in bulk; update only the columns a batch changed, row by row
+    (cheaper than bulk_update's CASE over every column, and most rows change little)."""
     rows = list(rows)
     new = [r for r in rows if r.pk is None]
-    old = [r for r in rows if r.pk is not None]
     if new:
         model.objects.bulk_create(new)
-    if old:
-        fields = [
-            f.name
-            for f in model._meta.concrete_fields
-            if not f.primary_key and f.name != "namespace"
-        ]
-        model.objects.bulk_update(old, fields, batch_size=500)
+    for row in rows:
+        loaded = getattr(row, "_as_loaded", None)
+        if loaded is None:
+            continue
+        row._prepare_related_fields_for_save(operation_name="save")
+        changed = {k: v for k, v in _values(row).items() if loaded[k] != v}
+        if changed:
+            model.objects.filter(pk=row.pk).update(**changed)

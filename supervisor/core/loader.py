@@ -1,4 +1,8 @@
-"""Build rule snapshots (`core.snapshot`) from the stored rows."""
+"""Build rule snapshots (`core.snapshot`) from the stored rows.
+
+Rows are read as plain values (no model instances): a snapshot is rebuilt on every
+evaluation, so this is the hot path of detection.
+"""
 
 from __future__ import annotations
 
@@ -17,18 +21,119 @@ from .snapshot import (
     WakeView,
 )
 
+# View field -> stored column, for each kind of row.
+TASK_COLUMNS = {
+    "id": "task_id",
+    "known": "known",
+    "parent_thread": "parent_thread__thread_id",
+    "child_thread": "child_thread__thread_id",
+    "title": "title",
+    "mode": "mode",
+    "prompt": "prompt",
+    "client_request_id": "client_request_id",
+    "parent_run": "parent_run_id",
+    "target_env": "target_env",
+    "requested_at": "requested_at",
+    "follow_up_of": "follow_up_of",
+    "delegated_at": "delegated_at",
+    "delegated_event": "delegated_event",
+    "env": "env",
+}
+REPORT_COLUMNS = {
+    "event_id": "event_id",
+    "at": "at",
+    "status": "status",
+    "work_state": "work_state",
+    "summary": "summary",
+    "result_run": "result_run_id",
+    "error": "error",
+    "pending_child_runs": "pending_child_runs",
+}
+RUN_COLUMNS = {
+    "id": "run_id",
+    "thread": "thread__thread_id",
+    **{
+        name: name
+        for name in (
+            "ordinal",
+            "trigger_kind",
+            "trigger_ref",
+            "requested_at",
+            "started_at",
+            "finished_at",
+            "status",
+            "summary",
+            "error",
+            "last_activity_at",
+            "env",
+            "requested_event",
+            "started_event",
+            "finished_event",
+            "activity_event",
+        )
+    },
+}
+ITEM_COLUMNS = {
+    "id": "item_id",
+    "thread": "thread__thread_id",
+    "run": "run_id",
+    **{
+        name: name
+        for name in (
+            "kind",
+            "label",
+            "awaited",
+            "started_at",
+            "finished_at",
+            "finish_status",
+            "env",
+            "started_event",
+            "finished_event",
+        )
+    },
+}
+WAKE_COLUMNS = {
+    "id": "wake_id",
+    "thread": "thread__thread_id",
+    **{
+        name: name
+        for name in (
+            "source_kind",
+            "source_task",
+            "source_thread",
+            "source_item",
+            "summary",
+            "outcome",
+            "queued_at",
+            "delivered_at",
+            "delivered_run",
+            "env",
+            "queued_event",
+            "delivered_event",
+        )
+    },
+}
+REJECTION_COLUMNS = {
+    "event_id": "event_id",
+    "thread": "thread__thread_id",
+    **{name: name for name in ("tool", "code", "message", "caller", "at")},
+}
+
+
+def _views(model, where: Q, view, columns: dict):
+    names = list(columns)
+    for values in model.objects.filter(where).values_list(*columns.values()):
+        yield view(**dict(zip(names, values, strict=True)))
+
 
 def load_namespace(namespace_id: int) -> Snapshot:
     """Everything known in a namespace; a handful of queries whatever its size."""
     ns = Q(namespace_id=namespace_id)
-    return _load(
-        namespace_id,
-        tasks=ns,
-        runs=ns,
-        items=ns,
-        wakes=ns,
-        rejections=ns,
+    snap = _load(tasks=ns, runs=ns, items=ns, wakes=ns, rejections=ns)
+    snap.threads = set(
+        Thread.objects.filter(namespace_id=namespace_id).values_list("thread_id", flat=True)
     )
+    return snap
 
 
 def load_for_task(task: Task) -> Snapshot:
@@ -36,13 +141,13 @@ def load_for_task(task: Task) -> Snapshot:
     wakes, the wakes to its parent, the tasks delegated from its child thread and its
     siblings of the same title (with their child threads' runs)."""
     child, parent = task.child_thread_id, task.parent_thread_id
-    related_tasks = Q(pk=task.pk)
+    related = Q(pk=task.pk)
     if child:
-        related_tasks |= Q(parent_thread_id=child)
+        related |= Q(parent_thread_id=child)
     if parent:
-        related_tasks |= Q(parent_thread_id=parent, title=task.title)
-    tasks = Q(namespace_id=task.namespace_id) & related_tasks
-    child_threads = set(
+        related |= Q(parent_thread_id=parent, title=task.title)
+    tasks = Q(namespace_id=task.namespace_id) & related
+    threads = set(
         Task.objects.filter(tasks)
         .exclude(child_thread=None)
         .values_list("child_thread_id", flat=True)
@@ -50,174 +155,38 @@ def load_for_task(task: Task) -> Snapshot:
     wakes = Q(source_task=task.task_id)
     for thread in filter(None, (child, parent)):
         wakes |= Q(thread_id=thread)
-    if task.child_thread_id:
+    if child:
         wakes |= Q(source_thread=task.child_thread.thread_id)
-    return _load(
-        task.namespace_id,
+    snap = _load(
         tasks=tasks,
-        runs=Q(thread_id__in=child_threads | ({child} if child else set())),
+        runs=Q(thread_id__in=threads | ({child} if child else set())),
         items=Q(thread_id=child) if child else None,
         wakes=Q(namespace_id=task.namespace_id) & wakes,
         rejections=None,
     )
-
-
-def _load(namespace_id, *, tasks, runs, items, wakes, rejections) -> Snapshot:
-    snap = Snapshot()
-    task_rows = list(
-        Task.objects.filter(tasks).values(
-            "id",
-            "task_id",
-            "known",
-            "parent_thread__thread_id",
-            "child_thread__thread_id",
-            "title",
-            "mode",
-            "prompt",
-            "client_request_id",
-            "parent_run_id",
-            "target_env",
-            "requested_at",
-            "follow_up_of",
-            "delegated_at",
-            "delegated_event",
-            "env",
-        )
-    )
-    reports = defaultdict(list)
-    for row in TaskReport.objects.filter(task_id__in=[r["id"] for r in task_rows]).values(
-        "task_id",
-        "event_id",
-        "at",
-        "status",
-        "work_state",
-        "summary",
-        "result_run_id",
-        "error",
-        "pending_child_runs",
-    ):
-        reports[row.pop("task_id")].append(_report(row))
-    for row in task_rows:
-        snap.tasks[row["task_id"]] = TaskView(
-            id=row["task_id"],
-            known=row["known"],
-            parent_thread=row["parent_thread__thread_id"],
-            child_thread=row["child_thread__thread_id"],
-            title=row["title"],
-            mode=row["mode"],
-            prompt=row["prompt"],
-            client_request_id=row["client_request_id"],
-            parent_run=row["parent_run_id"],
-            target_env=row["target_env"],
-            requested_at=row["requested_at"],
-            follow_up_of=row["follow_up_of"],
-            delegated_at=row["delegated_at"],
-            delegated_event=row["delegated_event"],
-            env=row["env"],
-            reports=tuple(sorted(reports[row["id"]], key=lambda r: (r.at, r.event_id))),
-        )
-    for run in Run.objects.filter(runs).select_related("thread"):
-        snap.runs[run.run_id] = run_view(run)
-    if items is not None:
-        for item in BackgroundItem.objects.filter(items).select_related("thread"):
-            snap.items[item.item_id] = item_view(item)
-    for wake in Wake.objects.filter(wakes).select_related("thread"):
-        snap.wakes[wake.wake_id] = wake_view(wake)
-    if rejections is not None:
-        for rejection in ToolRejection.objects.filter(rejections).select_related("thread"):
-            snap.rejections.append(
-                RejectionView(
-                    event_id=rejection.event_id,
-                    thread=rejection.thread.thread_id,
-                    tool=rejection.tool,
-                    code=rejection.code,
-                    message=rejection.message,
-                    caller=rejection.caller,
-                    at=rejection.at,
-                )
-            )
     snap.threads = {
-        t
-        for t in (
-            *(t.parent_thread for t in snap.tasks.values()),
-            *(t.child_thread for t in snap.tasks.values()),
-            *(r.thread for r in snap.runs.values()),
-        )
-        if t
+        *(t.parent_thread for t in snap.tasks.values() if t.parent_thread),
+        *(t.child_thread for t in snap.tasks.values() if t.child_thread),
     }
-    if tasks is not None and rejections is not None:
-        snap.threads |= set(
-            Thread.objects.filter(namespace_id=namespace_id).values_list("thread_id", flat=True)
-        )
     return snap
 
 
-def _report(row: dict) -> ReportView:
-    return ReportView(
-        event_id=row["event_id"],
-        at=row["at"],
-        status=row["status"],
-        work_state=row["work_state"],
-        summary=row["summary"],
-        result_run=row["result_run_id"],
-        error=row["error"],
-        pending_child_runs=row["pending_child_runs"],
-    )
-
-
-def run_view(run: Run) -> RunView:
-    return RunView(
-        id=run.run_id,
-        thread=run.thread.thread_id,
-        ordinal=run.ordinal,
-        trigger_kind=run.trigger_kind,
-        trigger_ref=run.trigger_ref,
-        requested_at=run.requested_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        status=run.status,
-        summary=run.summary,
-        error=run.error,
-        last_activity_at=run.last_activity_at,
-        env=run.env,
-        requested_event=run.requested_event,
-        started_event=run.started_event,
-        finished_event=run.finished_event,
-        activity_event=run.activity_event,
-    )
-
-
-def item_view(item: BackgroundItem) -> ItemView:
-    return ItemView(
-        id=item.item_id,
-        thread=item.thread.thread_id,
-        kind=item.kind,
-        run=item.run_id,
-        label=item.label,
-        awaited=item.awaited,
-        started_at=item.started_at,
-        finished_at=item.finished_at,
-        finish_status=item.finish_status,
-        env=item.env,
-        started_event=item.started_event,
-        finished_event=item.finished_event,
-    )
-
-
-def wake_view(wake: Wake) -> WakeView:
-    return WakeView(
-        id=wake.wake_id,
-        thread=wake.thread.thread_id if wake.thread_id else None,
-        source_kind=wake.source_kind,
-        source_task=wake.source_task,
-        source_thread=wake.source_thread,
-        source_item=wake.source_item,
-        summary=wake.summary,
-        outcome=wake.outcome,
-        queued_at=wake.queued_at,
-        delivered_at=wake.delivered_at,
-        delivered_run=wake.delivered_run,
-        env=wake.env,
-        queued_event=wake.queued_event,
-        delivered_event=wake.delivered_event,
-    )
+def _load(*, tasks: Q, runs: Q, items: Q | None, wakes: Q, rejections: Q | None) -> Snapshot:
+    snap = Snapshot()
+    task_rows = list(Task.objects.filter(tasks).values_list("pk", *TASK_COLUMNS.values()))
+    reports = defaultdict(list)
+    for task_pk, *values in TaskReport.objects.filter(
+        task_id__in=[row[0] for row in task_rows]
+    ).values_list("task_id", *REPORT_COLUMNS.values()):
+        reports[task_pk].append(ReportView(**dict(zip(REPORT_COLUMNS, values, strict=True))))
+    for task_pk, *values in task_rows:
+        fields = dict(zip(TASK_COLUMNS, values, strict=True))
+        ordered = tuple(sorted(reports[task_pk], key=lambda r: (r.at, r.event_id)))
+        snap.tasks[fields["id"]] = TaskView(**fields, reports=ordered)
+    snap.runs = {run.id: run for run in _views(Run, runs, RunView, RUN_COLUMNS)}
+    if items is not None:
+        snap.items = {i.id: i for i in _views(BackgroundItem, items, ItemView, ITEM_COLUMNS)}
+    snap.wakes = {wake.id: wake for wake in _views(Wake, wakes, WakeView, WAKE_COLUMNS)}
+    if rejections is not None:
+        snap.rejections = list(_views(ToolRejection, rejections, RejectionView, REJECTION_COLUMNS))
+    return snap

@@ -95,6 +95,18 @@ def replay(scenario: Scenario) -> dict:
     virtual clock (contract §7); return the result object. Expectations are not read."""
     source, _ = do_create_source("replay", "replay", "ingest,read", settings=scenario.settings)
     namespace_id = source.namespace_id
+    # An extension of §7: an event may name its "source" (a follower of a remote
+    # environment, say); each name is a source of its own in the one namespace.
+    sources = {None: source}
+
+    def source_of(raw):
+        name = raw.get("source") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name:
+            name = None
+        if name not in sources:
+            sources[name], _ = do_create_source(f"replay:{name}", "replay", "ingest,read")
+        return sources[name]
+
     now: datetime | None = None
     times = [t for t in map(_event_time, scenario.events) if t is not None]
     start = min(times, default=scenario.until) or timezone.now()
@@ -105,8 +117,9 @@ def replay(scenario: Scenario) -> dict:
                 now = at
                 clock.set_virtual(now)
                 evaluate_namespace(namespace_id, now)
-            apply_events(source, [raw])
-            if now is not None:
+            applied = apply_events(source_of(raw), [raw]).accepted
+            # A repeat or a rejected event changed nothing: the checks would find the same.
+            if applied and now is not None:
                 evaluate_namespace(namespace_id, now)
         if scenario.until is not None and (now is None or scenario.until > now):
             now = scenario.until

@@ -1,0 +1,57 @@
+"""The flag rules of contract §5, one module per kind.
+
+Each module has `KIND` and `findings(snap, settings, now) -> list[Finding]`: the subjects
+on which its kind is open now (raise condition holds, resolve condition does not). A
+time-based module also has `next_change(snap, settings, now) -> datetime | None`: the
+earliest later time at which its findings could change with no new event.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..snapshot import DetectionSettings, Finding, Snapshot
+from . import (
+    delegation_rejected,
+    dispatch_lag,
+    duplicate_delegation,
+    failed_while_running,
+    late_wake,
+    orphan_wake,
+    premature_completion,
+    stale_result,
+    stuck,
+    transient_failure,
+    undelivered_result,
+)
+
+RULES = (
+    premature_completion,
+    stale_result,
+    undelivered_result,
+    failed_while_running,
+    transient_failure,
+    duplicate_delegation,
+    orphan_wake,
+    late_wake,
+    stuck,
+    dispatch_lag,
+    delegation_rejected,
+)
+
+
+def run_rules(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    """Every kind's findings: the flags that should be open now."""
+    return [finding for rule in RULES for finding in rule.findings(snap, settings, now)]
+
+
+def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
+    """When the findings could next change with no new event (for a sweep or a virtual
+    clock to stop at); None when only a new event can change them."""
+    times = [
+        when
+        for rule in RULES
+        if hasattr(rule, "next_change")
+        and (when := rule.next_change(snap, settings, now)) is not None
+    ]
+    return min(times, default=None)

@@ -1,0 +1,66 @@
+"""failed_while_running: the task was reported failed while its child went on working."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..ownership import child_thread, known_tasks, owned_runs, result_run
+from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
+
+KIND = "failed_while_running"
+
+GAVE_UP = frozenset({"failed", "interrupted"})
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    found = [_finding(snap, task) for task in known_tasks(snap)]
+    return [finding for finding in found if finding is not None]
+
+
+def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
+    report = task.current_report
+    if report is None or report.status not in GAVE_UP:
+        return None
+    baseline = _baseline(snap, task)
+    if baseline is None:
+        return None
+    going_on = [
+        run
+        for run in snap.runs_by_thread.get(child_thread(snap, task) or "", [])
+        if run.ordinal is not None
+        and run.ordinal > baseline.ordinal
+        and (not run.finished or run.status == "completed")
+    ]
+    if not going_on:
+        return None
+    described = "; ".join(_described(run) for run in going_on)
+    events = [report.event_id] + [run.requested_event for run in going_on]
+    return Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": [e for e in events if e is not None],
+            "text": (
+                f"The task was reported {report.status} after run {baseline.id}, but its child "
+                f"went on: {described}."
+            ),
+            "baseline_run": baseline.id,
+            "runs": [run.id for run in going_on],
+        },
+    )
+
+
+def _baseline(snap: Snapshot, task: TaskView) -> RunView | None:
+    """The result run when its ordinal is known, else T's highest owned run."""
+    rr = result_run(snap, task)
+    if rr is not None and rr.ordinal is not None:
+        return rr
+    owned = owned_runs(snap, task)
+    return owned[-1] if owned else None
+
+
+def _described(run: RunView) -> str:
+    if run.finished:
+        return f"run {run.id} finished completed with {run.summary!r}"
+    return f"run {run.id} is not finished"

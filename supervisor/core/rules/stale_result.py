@@ -1,0 +1,47 @@
+"""stale_result: the parent was handed a text that is not the task's latest result."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..ownership import handed, has_reached_parent, known_tasks, latest_result_run, normalized
+from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
+KIND = "stale_result"
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    found = [_finding(snap, task) for task in known_tasks(snap)]
+    return [finding for finding in found if finding is not None]
+
+
+def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
+    handings = handed(snap, task)
+    latest = latest_result_run(snap, task)
+    if not handings or latest is None or latest.summary is None:
+        return None
+    if normalized(latest.summary) in {normalized(h.text) for h in handings}:
+        return None
+    if has_reached_parent(snap, task, latest.summary):
+        return None
+    texts = list(dict.fromkeys(h.text for h in handings))
+    events = [h.event_id for h in handings] + [latest.finished_event]
+    return Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": list(dict.fromkeys(e for e in events if e is not None)),
+            "text": (
+                f"The parent was handed {_quoted(texts)}, but the latest result, from run "
+                f"{latest.id}, is {latest.summary!r} and has not reached it."
+            ),
+            "handed": [{"text": h.text, "via": h.via} for h in handings],
+            "latest_result": latest.summary,
+            "latest_run": latest.id,
+        },
+    )
+
+
+def _quoted(texts: list[str]) -> str:
+    return " and ".join(repr(text) for text in texts)

@@ -1,0 +1,61 @@
+"""transient_failure: the task failed on a passing provider or transport fault.
+
+The advice is to continue the child, not to delegate again.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from ..ownership import known_tasks
+from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
+KIND = "transient_failure"
+
+PASSING_STATUS = re.compile(r"\b(?:408|429|500|502|503|504|529)\b")
+FORBIDDEN = re.compile(r"\b403\b")
+CLOUDFLARE = re.compile(r"cloudflare", re.IGNORECASE)
+PASSING_PHRASE = re.compile(
+    r"overloaded|rate limit|fetch failed|ECONNRESET|ETIMEDOUT|socket hang up|timed out",
+    re.IGNORECASE,
+)
+
+
+def passing_fault(text: str | None) -> str | None:
+    """The words of `text` that read as a passing fault, or None."""
+    if not text:
+        return None
+    if match := PASSING_STATUS.search(text) or PASSING_PHRASE.search(text):
+        return match.group(0)
+    # A 403 alone is a real refusal; behind Cloudflare it is a passing challenge.
+    if (forbidden := FORBIDDEN.search(text)) and (cloudflare := CLOUDFLARE.search(text)):
+        return f"{forbidden.group(0)} {cloudflare.group(0)}"
+    return None
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    found = [_finding(task) for task in known_tasks(snap)]
+    return [finding for finding in found if finding is not None]
+
+
+def _finding(task: TaskView) -> Finding | None:
+    report = task.current_report
+    if report is None or report.status != "failed":
+        return None
+    fault = passing_fault(report.summary) or passing_fault(report.error)
+    if fault is None:
+        return None
+    return Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": [report.event_id],
+            "text": (
+                f"The task failed on what reads as a passing fault ({fault!r}): continue the "
+                f"child rather than delegate again."
+            ),
+            "fault": fault,
+        },
+    )

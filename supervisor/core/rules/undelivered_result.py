@@ -1,0 +1,55 @@
+"""undelivered_result: a later owned run's result never reached the parent."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ..ownership import has_reached_parent, known_tasks, latest_result_run, result_run
+from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
+KIND = "undelivered_result"
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    due = [_due(snap, settings, task) for task in known_tasks(snap)]
+    return [finding for when, finding in filter(None, due) if when <= now]
+
+
+def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
+    due = [_due(snap, settings, task) for task in known_tasks(snap)]
+    return min((when for when, _ in filter(None, due) if when > now), default=None)
+
+
+def _due(
+    snap: Snapshot, settings: DetectionSettings, task: TaskView
+) -> tuple[datetime, Finding] | None:
+    """When the kind opens on T if nothing else arrives, with the finding it would be."""
+    report = task.current_report
+    if report is None or not report.terminal:
+        return None
+    rr = result_run(snap, task)
+    latest = latest_result_run(snap, task)
+    if rr is None or rr.ordinal is None or latest is None or latest.summary is None:
+        return None
+    if latest.ordinal <= rr.ordinal or latest.finished_at is None:
+        return None
+    if has_reached_parent(snap, task, latest.summary):
+        return None
+    events = [report.event_id, latest.finished_event]
+    finding = Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": [e for e in events if e is not None],
+            "text": (
+                f"The task was reported {report.status} with run {rr.id}'s text, but the later "
+                f"run {latest.id} finished with {latest.summary!r}, which has not reached the "
+                f"parent."
+            ),
+            "result_run": rr.id,
+            "latest_run": latest.id,
+            "latest_result": latest.summary,
+        },
+    )
+    return latest.finished_at + timedelta(seconds=settings.delivery_grace), finding

@@ -1,0 +1,55 @@
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings as hypothesis_settings
+
+from supervisor.core.sources import do_create_source
+
+SHARED_SCENARIOS = sorted(
+    (Path(__file__).parent.parent.parent / "shared" / "scenarios").glob("*.json")
+)
+OWN_SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.json"))
+
+# CI gets a time budget; local runs may dig deeper with HYPOTHESIS_PROFILE=dev.
+hypothesis_settings.register_profile("ci", max_examples=25, deadline=None)
+hypothesis_settings.register_profile("dev", max_examples=200, deadline=None)
+hypothesis_settings.register_profile("default", max_examples=25, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"))
+
+
+def pytest_collection_modifyitems(config, items):
+    # Service tests skip only when the variables are unset, never because a server is down.
+    skip = pytest.mark.skip(reason="needs DATABASE_URL and CELERY_BROKER_URL")
+    for item in items:
+        if "services" in item.keywords and not SERVICES:
+            item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # In CI's service run a skipped test is a failure, whatever the reason.
+    if os.environ.get("SUPERVISOR_REQUIRE_SERVICES") and exitstatus == 0:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        skipped = reporter.stats.get("skipped", []) if reporter else []
+        if skipped:
+            reporter.write_line(f"{len(skipped)} test(s) skipped in the service run: failing")
+            session.exitstatus = 1
+
+
+def load_scenario(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+@pytest.fixture
+def source(db):
+    source, token = do_create_source("orchestrator", scopes="ingest,read,act")
+    source.token = token
+    return source
+
+
+@pytest.fixture
+def operator(db, django_user_model):
+    return django_user_model.objects.create_user("op", password="pw-for-tests")

@@ -1,0 +1,82 @@
+"""transient_failure: failed on a passing provider or transport fault (contract §5)."""
+
+import pytest
+
+from supervisor.core.rules import transient_failure as rule
+
+from ..snapshots import SETTINGS, TASK, at, report, snapshot, subjects, task
+
+NOW = at(3600)
+
+
+def open_on(status="failed", summary=None, error=None):
+    views = task(reports=[report(status, 100, summary=summary, error=error)])
+    return subjects(rule.findings(snapshot(views), SETTINGS, NOW))
+
+
+@pytest.mark.parametrize("code", ["408", "429", "500", "502", "503", "504", "529"])
+def test_passing_status_code_as_a_word(code):
+    assert open_on(summary=f"API Error: {code} from upstream") == [TASK]
+
+
+def test_status_code_inside_a_longer_number_is_not_a_word():
+    assert open_on(summary="migration 15030 failed; id E503x") == []
+
+
+def test_403_with_cloudflare_is_passing():
+    # seed002 (a1): "API Error: 403 Attention Required! | Cloudflare".
+    assert open_on(summary="API Error: 403 Attention Required! | Cloudflare") == [TASK]
+
+
+def test_403_alone_is_a_real_refusal():
+    assert open_on(summary="API Error: 403 Forbidden") == []
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "Overloaded",
+        "Rate limit reached",
+        "TypeError: fetch failed",
+        "read econnreset",
+        "connect ETIMEDOUT 1.2.3.4:443",
+        "Socket hang up",
+        "request TIMED OUT",
+    ],
+)
+def test_passing_phrases_in_any_case(phrase):
+    assert open_on(summary=phrase) == [TASK]
+
+
+def test_the_error_is_read_as_well_as_the_summary():
+    assert open_on(summary="Could not finish.", error="529 overloaded_error") == [TASK]
+
+
+def test_a_real_failure_is_not_transient():
+    # healthy-real-failure: "migration 0042 drops a column still read by billing".
+    summary = "Dry-run failed: migration 0042 drops a column still read by billing."
+    assert open_on(summary=summary, error="migration check failed") == []
+
+
+def test_only_a_failed_report_counts():
+    assert open_on(status="interrupted", summary="503 Service Unavailable") == []
+
+
+def test_resolves_when_a_later_report_is_not_failed():
+    views = task(
+        reports=[
+            report("failed", 100, summary="503 Service Unavailable"),
+            report("completed", 200, summary="done"),
+        ]
+    )
+    assert subjects(rule.findings(snapshot(views), SETTINGS, NOW)) == []
+
+
+def test_evidence_names_the_report():
+    [finding] = rule.findings(
+        snapshot(task(reports=[report("failed", 100, summary="429 Too Many Requests")])),
+        SETTINGS,
+        NOW,
+    )
+    assert finding.evidence["events"] == ["report/failed@100"]
+    assert finding.evidence["fault"] == "429"
