@@ -11,6 +11,8 @@ SHARED_SCENARIOS = sorted(
     (Path(__file__).parent.parent.parent / "shared" / "scenarios").glob("*.json")
 )
 OWN_SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.json"))
+# Without ../shared the contract tests would pass on nothing: say so instead.
+assert SHARED_SCENARIOS, "the contract scenarios of ../shared/scenarios are missing"
 
 # CI gets a time budget; local runs may dig deeper with HYPOTHESIS_PROFILE=dev.
 hypothesis_settings.register_profile("ci", max_examples=25, deadline=None)
