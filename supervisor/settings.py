@@ -171,6 +171,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Time-based flags open within one interval of their time; lost evaluations are redone.
+SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
+CELERY_BEAT_SCHEDULE = {
+    "sweep": {"task": "supervisor.sweep", "schedule": SUPERVISOR_SWEEP_INTERVAL},
+}
 
 CHANNEL_LAYER_URL = env("CHANNEL_LAYER_URL", "")
 if CHANNEL_LAYER_URL:

@@ -8,6 +8,7 @@ from django.http import JsonResponse
 from ninja import Router
 
 from supervisor.core.ingest import UnreadableLine, apply_events
+from supervisor.core.tasks import evaluate_after_commit
 
 from .auth import TokenAuth
 
@@ -74,6 +75,7 @@ def post_events(request):
     if len(events) > settings.INGEST_MAX_EVENTS:
         return error(413, f"{len(events)} events; at most 1000 per request")
     result = apply_events(request.source, events)
+    evaluate_after_commit(request.source.namespace_id, result)
     return JsonResponse(result.as_response())
 
 

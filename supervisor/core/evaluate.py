@@ -1,18 +1,28 @@
-"""Run the rules on a namespace and turn their findings into flag openings and resolutions."""
+"""Run the rules and turn their findings into flag openings and resolutions.
+
+`evaluate(namespace, now)` judges a whole namespace (replay does this);
+`evaluate(namespace, now, tasks=…, threads=…)` judges what those touched subjects can
+affect, which is what the service does after each batch and on each sweep. Both write
+through the `do_*` flag actions, and never on top of a newer evaluation.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
 
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
-from .loader import load_namespace
-from .models import Flag, Source
-from .rules import run_rules
+from .loader import load_for_subjects, load_namespace
+from .models import Flag, Namespace, Source, Task, Thread, Wake
+from .rules import RULES, due_times, run_rules
 from .snapshot import DetectionSettings
 
-RULE_SUBJECT_TYPES = ("task", "thread")
+RULE_KINDS = [rule.KIND for rule in RULES]
 
 
 def detection_settings(namespace_id: int) -> DetectionSettings:
@@ -22,37 +32,130 @@ def detection_settings(namespace_id: int) -> DetectionSettings:
     )
 
 
-def evaluate_namespace(namespace_id: int, now: datetime) -> None:
-    """Make the open flags of a namespace exactly those its rules find now."""
-    snap = load_namespace(namespace_id)
-    wanted = {
-        (f.subject_type, f.subject_id, f.kind): f
-        for f in run_rules(snap, detection_settings(namespace_id), now)
-    }
-    open_flags = {
-        (f.subject_type, f.subject_id, f.kind): f
-        for f in Flag.objects.filter(
-            namespace_id=namespace_id, state=Flag.OPEN, subject_type__in=RULE_SUBJECT_TYPES
+def affected_subjects(
+    namespace_id: int, task_ids: Iterable[str], thread_ids: Iterable[str]
+) -> tuple[set[str], set[str]]:
+    """The subjects whose flags events about these tasks and threads can change: the
+    tasks themselves, the tasks whose child or parent thread was touched, their siblings
+    of the same title (duplicates), and the tasks a wake naming them sits on (orphans)."""
+    ns = Q(namespace_id=namespace_id)
+    task_ids, threads = set(task_ids), set(thread_ids)
+    for parent, child in Task.objects.filter(ns, task_id__in=task_ids).values_list(
+        "parent_thread__thread_id", "child_thread__thread_id"
+    ):
+        threads |= {t for t in (parent, child) if t}
+    orphan_threads = set(
+        Wake.objects.filter(ns, source_task__in=task_ids)
+        .exclude(source_thread=None)
+        .values_list("source_thread", flat=True)
+    )
+    near = Task.objects.filter(
+        ns,
+        Q(task_id__in=task_ids)
+        | Q(child_thread__thread_id__in=threads | orphan_threads)
+        | Q(parent_thread__thread_id__in=threads),
+    ).values_list("task_id", "parent_thread_id", "title")
+    tasks, families = set(), defaultdict(set)
+    for task_id, parent, title in near:
+        tasks.add(task_id)
+        if parent:
+            families[parent].add(title)
+    for parent, titles in families.items():
+        tasks |= set(
+            Task.objects.filter(ns, parent_thread_id=parent, title__in=titles).values_list(
+                "task_id", flat=True
+            )
         )
-    }
-    suppressed = {
-        (f.subject_type, f.subject_id, f.kind): f
-        for f in Flag.objects.filter(
-            namespace_id=namespace_id, suppressed=True, subject_type__in=RULE_SUBJECT_TYPES
-        )
-    }
+    return tasks, threads
+
+
+def evaluate(
+    namespace_id: int,
+    now: datetime,
+    *,
+    tasks: Iterable[str] | None = None,
+    threads: Iterable[str] | None = None,
+) -> None:
+    """Make the open flags of the subjects exactly those the rules find at `now`."""
+    rules_settings = detection_settings(namespace_id)
+    if tasks is None and threads is None:
+        snap = load_namespace(namespace_id)
+        task_ids = {t.id for t in snap.tasks.values() if t.known}
+        thread_ids = set(snap.threads)
+    else:
+        task_ids, thread_ids = affected_subjects(namespace_id, tasks or (), threads or ())
+        snap = load_for_subjects(namespace_id, task_ids, thread_ids)
+    findings = run_rules(snap, rules_settings, now)
+    due = due_times(snap, rules_settings, now)
+    with transaction.atomic():
+        # One writer at a time per namespace, and never over a newer evaluation.
+        Namespace.objects.select_for_update().filter(pk=namespace_id).first()
+        task_ids -= _evaluated_after(Task, "task_id", namespace_id, task_ids, now)
+        thread_ids -= _evaluated_after(Thread, "thread_id", namespace_id, thread_ids, now)
+        subjects = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
+        wanted = {
+            (f.subject_type, f.subject_id, f.kind): f
+            for f in findings
+            if (f.subject_type, f.subject_id) in subjects
+        }
+        reconcile(namespace_id, subjects, wanted, now, kinds=RULE_KINDS)
+        _record_evaluation(Task, "task_id", namespace_id, task_ids, due, "task", now)
+        _record_evaluation(Thread, "thread_id", namespace_id, thread_ids, due, "thread", now)
+
+
+def _subject_filter(subjects: set[tuple[str, str]]) -> Q:
+    by_type = defaultdict(set)
+    for subject_type, subject_id in subjects:
+        by_type[subject_type].add(subject_id)
+    query = Q(pk__in=[])
+    for subject_type, ids in by_type.items():
+        query |= Q(subject_type=subject_type, subject_id__in=ids)
+    return query
+
+
+def reconcile(
+    namespace_id: int, subjects: set, wanted: dict, now: datetime, kinds: list | None = None
+) -> None:
+    """Open what is wanted and not open, resolve what is open and not wanted, for these
+    subjects (and kinds): compare-and-swap writes through the do_* flag actions."""
+    flags = Flag.objects.filter(_subject_filter(subjects), namespace_id=namespace_id)
+    if kinds is not None:
+        flags = flags.filter(kind__in=kinds)
+    open_flags = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(state="open")}
+    suppressed = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(suppressed=True)}
     for key, flag in open_flags.items():
         if key not in wanted:
             do_resolve_flag(flag, now)
         elif flag.evidence != wanted[key].evidence:
             do_update_evidence(flag, wanted[key].evidence)
     for key, finding in wanted.items():
-        if key in open_flags:
+        if key in open_flags or key in suppressed:
+            # Suppressed: an operator resolved it while the condition held; it still holds.
             continue
-        if key in suppressed:
-            continue  # an operator resolved it while the condition held; it still holds
         do_open_flag(namespace_id, finding, now)
     # A condition that stopped holding may open a new flag when it holds again.
     lifted = [flag.pk for key, flag in suppressed.items() if key not in wanted]
     if lifted:
         Flag.objects.filter(pk__in=lifted).update(suppressed=False)
+
+
+def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: datetime) -> set:
+    return set(
+        model.objects.filter(
+            namespace_id=namespace_id, **{f"{key}__in": ids}, evaluated_at__gt=now
+        ).values_list(key, flat=True)
+    )
+
+
+def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
+    by_due = defaultdict(set)
+    for subject_id in ids:
+        by_due[due.get((subject_type, subject_id))].add(subject_id)
+    for when, group in by_due.items():
+        model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": group}).update(
+            evaluated_at=now, next_check_at=when
+        )
+
+
+def evaluate_namespace(namespace_id: int, now: datetime) -> None:
+    evaluate(namespace_id, now)

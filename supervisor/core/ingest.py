@@ -218,7 +218,7 @@ class Mirror:
         self.tasks = _by_id(Task, ns, "task_id", want["task"])
         self.runs = _by_id(Run, ns, "run_id", want["run"])
         self.items = _by_id(BackgroundItem, ns, "item_id", want["item"])
-        self.wakes = _by_id(Wake, ns, "wake_id", want["wake"])
+        self.wakes = _by_id(Wake, ns, "wake_id", want["wake"], related=("thread",))
 
     def _thread(self, thread_id: str | None) -> Thread | None:
         if thread_id is None:
@@ -377,6 +377,11 @@ class Mirror:
 
     def _wake_delivered(self, event, data):
         wake = self._wake(data.wake)
+        # The delivery changes what the wake's target and source task are judged on.
+        if wake.thread is not None:
+            self.touched_threads.add(wake.thread.thread_id)
+        if wake.source_task:
+            self.touched_tasks.add(wake.source_task)
         if _newer(event.at, event.id, wake.delivered_at, wake.delivered_event):
             wake.delivered_run = data.run
             wake.delivered_at, wake.delivered_event = event.at, event.id
@@ -406,6 +411,14 @@ class Mirror:
         _save_all(Wake, self.wakes.values())
         TaskReport.objects.bulk_create(self.reports)
         ToolRejection.objects.bulk_create(self.rejections)
+        # Detection bookkeeping: the evaluation job and the sweep start from these.
+        now = clock.now()
+        Task.objects.filter(namespace_id=self.namespace_id, task_id__in=self.touched_tasks).update(
+            last_event_at=now
+        )
+        Thread.objects.filter(
+            namespace_id=self.namespace_id, thread_id__in=self.touched_threads
+        ).update(last_event_at=now)
         for name, at in self.environments.items():
             env, created = Environment.objects.get_or_create(
                 namespace_id=self.namespace_id, name=name, defaults={"last_event_at": at}
@@ -414,12 +427,13 @@ class Mirror:
                 Environment.objects.filter(pk=env.pk).update(last_event_at=at)
 
 
-def _by_id(model, namespace_id: int, key: str, ids: set[str]) -> dict:
+def _by_id(model, namespace_id: int, key: str, ids: set[str], related=()) -> dict:
     rows: dict = {}
     id_list = sorted(ids)
     for start in range(0, len(id_list), 500):
         chunk = id_list[start : start + 500]
-        for row in model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": chunk}):
+        query = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": chunk})
+        for row in query.select_related(*related) if related else query:
             row._as_loaded = _values(row)
             rows[getattr(row, key)] = row
     return rows

@@ -137,36 +137,51 @@ def load_namespace(namespace_id: int) -> Snapshot:
 
 
 def load_for_task(task: Task) -> Snapshot:
-    """The part of a namespace that task's rules read: its child thread's runs, items and
-    wakes, the wakes to its parent, the tasks delegated from its child thread and its
-    siblings of the same title (with their child threads' runs)."""
-    child, parent = task.child_thread_id, task.parent_thread_id
-    related = Q(pk=task.pk)
-    if child:
-        related |= Q(parent_thread_id=child)
-    if parent:
-        related |= Q(parent_thread_id=parent, title=task.title)
-    tasks = Q(namespace_id=task.namespace_id) & related
-    threads = set(
+    """The part of a namespace one task's rules read (for its page)."""
+    return load_for_subjects(task.namespace_id, {task.task_id}, set())
+
+
+def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str]) -> Snapshot:
+    """The part of a namespace that the rules read for these subjects: each task's child
+    thread (runs, items, wakes), the wakes to its parent, the tasks delegated from its
+    child thread or beside it from its parent, the tasks its wakes name; for each thread,
+    its wakes and rejections and the tasks those wakes concern."""
+    ns = Q(namespace_id=namespace_id)
+    subjects = list(
+        Task.objects.filter(ns, task_id__in=task_ids).values_list(
+            "child_thread_id", "parent_thread_id"
+        )
+    )
+    children = {child for child, _ in subjects if child}
+    parents = {parent for _, parent in subjects if parent}
+    threads = set(Thread.objects.filter(ns, thread_id__in=thread_ids).values_list("pk", flat=True))
+    child_names = set(Thread.objects.filter(pk__in=children).values_list("thread_id", flat=True))
+    wakes = (
+        Q(thread_id__in=children | parents | threads)
+        | Q(source_task__in=task_ids)
+        | Q(source_thread__in=child_names)
+    )
+    named = set(Wake.objects.filter(ns & wakes).values_list("source_task", "source_thread"))
+    tasks = ns & (
+        Q(task_id__in=task_ids | {task for task, _ in named if task})
+        | Q(parent_thread_id__in=children | parents)
+        | Q(child_thread_id__in=children)
+        | Q(child_thread__thread_id__in={thread for _, thread in named if thread})
+    )
+    run_threads = children | set(
         Task.objects.filter(tasks)
         .exclude(child_thread=None)
         .values_list("child_thread_id", flat=True)
     )
-    wakes = Q(source_task=task.task_id)
-    for thread in filter(None, (child, parent)):
-        wakes |= Q(thread_id=thread)
-    if child:
-        wakes |= Q(source_thread=task.child_thread.thread_id)
     snap = _load(
         tasks=tasks,
-        runs=Q(thread_id__in=threads | ({child} if child else set())),
-        items=Q(thread_id=child) if child else None,
-        wakes=Q(namespace_id=task.namespace_id) & wakes,
-        rejections=None,
+        runs=Q(thread_id__in=run_threads),
+        items=Q(thread_id__in=children),
+        wakes=ns & wakes,
+        rejections=Q(thread_id__in=threads),
     )
-    snap.threads = {
-        *(t.parent_thread for t in snap.tasks.values() if t.parent_thread),
-        *(t.child_thread for t in snap.tasks.values() if t.child_thread),
+    snap.threads = set(thread_ids) | {
+        name for t in snap.tasks.values() for name in (t.parent_thread, t.child_thread) if name
     }
     return snap
 

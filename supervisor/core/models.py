@@ -73,11 +73,15 @@ class Thread(models.Model):
     model = models.CharField(max_length=200, null=True)
     seen_at = models.DateTimeField(null=True)
     seen_event = models.CharField(max_length=200, null=True)
+    last_event_at = models.DateTimeField(null=True)
+    evaluated_at = models.DateTimeField(null=True)
+    next_check_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["namespace", "thread_id"], name="thread_unique")
         ]
+        indexes = [models.Index(fields=["next_check_at"], name="thread_due")]
 
     def __str__(self):
         return self.title or self.thread_id
@@ -115,10 +119,16 @@ class Task(models.Model):
     pending_child_runs = models.BooleanField(null=True)
     reported_at = models.DateTimeField(null=True)
     report_event = models.CharField(max_length=200, null=True)
+    # Detection bookkeeping, on Supervisor's clock: when an event last touched the task,
+    # when it was last evaluated, and when a time-based rule needs it looked at again.
+    last_event_at = models.DateTimeField(null=True)
+    evaluated_at = models.DateTimeField(null=True)
+    next_check_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["namespace", "task_id"], name="task_unique")]
         indexes = [
+            models.Index(fields=["next_check_at"], name="task_due"),
             # The list: newest first with keyset pagination, and its filters.
             models.Index(fields=["-delegated_at", "-id"], name="task_newest"),
             models.Index(fields=["status", "-delegated_at", "-id"], name="task_status_newest"),

@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from . import clock
 from .contract import _timestamp
-from .evaluate import evaluate_namespace
+from .evaluate import evaluate
 from .ingest import apply_events
 from .models import Flag, Task, Thread
 from .sources import do_create_source
+from .sweep import sweep
 
 
 class ScenarioError(ValueError):
@@ -90,9 +91,14 @@ class ThrowAwayStore:
         return DatabaseWrapper(settings, alias="default")
 
 
-def replay(scenario: Scenario) -> dict:
+def replay(scenario: Scenario, *, as_service: bool = False) -> dict:
     """Feed the events in file order through the ingest path and run the checks on a
-    virtual clock (contract §7); return the result object. Expectations are not read."""
+    virtual clock (contract §7); return the result object. Expectations are not read.
+
+    `as_service` runs the checks as the deployed service does (each batch's touched
+    subjects, then the beat sweep when the clock moves) instead of judging the whole
+    namespace each time: the two must agree, and a test holds them to it.
+    """
     source, _ = do_create_source("replay", "replay", "ingest,read", settings=scenario.settings)
     namespace_id = source.namespace_id
     # An extension of §7: an event may name its "source" (a follower of a remote
@@ -107,6 +113,14 @@ def replay(scenario: Scenario) -> dict:
             sources[name], _ = do_create_source(f"replay:{name}", "replay", "ingest,read")
         return sources[name]
 
+    def check(result=None):
+        if not as_service:
+            evaluate(namespace_id, now)
+        elif result is None:
+            sweep(now, namespace_id)
+        else:
+            evaluate(namespace_id, now, tasks=result.touched_tasks, threads=result.touched_threads)
+
     now: datetime | None = None
     times = [t for t in map(_event_time, scenario.events) if t is not None]
     start = min(times, default=scenario.until) or timezone.now()
@@ -116,16 +130,16 @@ def replay(scenario: Scenario) -> dict:
             if at is not None and (now is None or at > now):
                 now = at
                 clock.set_virtual(now)
-                evaluate_namespace(namespace_id, now)
-            applied = apply_events(source_of(raw), [raw]).accepted
+                check()
+            applied = apply_events(source_of(raw), [raw])
             # A repeat or a rejected event changed nothing: the checks would find the same.
-            if applied and now is not None:
-                evaluate_namespace(namespace_id, now)
+            if applied.accepted and now is not None:
+                check(applied)
         if scenario.until is not None and (now is None or scenario.until > now):
             now = scenario.until
         if now is not None:
             clock.set_virtual(now)
-            evaluate_namespace(namespace_id, now)
+            check()
     return _result(scenario.name, namespace_id)
 
 

@@ -24,6 +24,10 @@ from tests.conftest import SHARED_SCENARIOS, load_scenario
 SCENARIOS = {path.stem: load_scenario(path)["events"] for path in SHARED_SCENARIOS}
 
 
+# Times on Supervisor's own clock: when things arrived and were evaluated, not what happened.
+BOOKKEEPING = {"last_event_at", "evaluated_at", "next_check_at"}
+
+
 def canonical_dump(namespace_id: int) -> dict:
     """The stored state by natural keys: no surrogate ids, arrival times or change log."""
 
@@ -31,7 +35,8 @@ def canonical_dump(namespace_id: int) -> dict:
         fields = [
             f.name
             for f in model._meta.concrete_fields
-            if not f.primary_key and f.name not in {"namespace", "source", *exclude, *related}
+            if not f.primary_key
+            and f.name not in {"namespace", "source", *BOOKKEEPING, *exclude, *related}
         ]
         out = {}
         for row in model.objects.filter(namespace_id=namespace_id):

@@ -2,8 +2,8 @@
 
 Each module has `KIND` and `findings(snap, settings, now) -> list[Finding]`: the subjects
 on which its kind is open now (raise condition holds, resolve condition does not). A
-time-based module also has `next_change(snap, settings, now) -> datetime | None`: the
-earliest later time at which its findings could change with no new event.
+time-based module also has `due_times(snap, settings, now)`: for each subject, the
+earliest later time at which its findings there could change with no new event.
 """
 
 from __future__ import annotations
@@ -45,13 +45,19 @@ def run_rules(snap: Snapshot, settings: DetectionSettings, now: datetime) -> lis
     return [finding for rule in RULES for finding in rule.findings(snap, settings, now)]
 
 
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    """(subject type, id) -> when that subject's findings could next change with no new
+    event: the time a beat sweep must look at it again."""
+    due: dict = {}
+    for rule in RULES:
+        if hasattr(rule, "due_times"):
+            for subject, when in rule.due_times(snap, settings, now).items():
+                if subject not in due or when < due[subject]:
+                    due[subject] = when
+    return due
+
+
 def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
     """When the findings could next change with no new event (for a sweep or a virtual
     clock to stop at); None when only a new event can change them."""
-    times = [
-        when
-        for rule in RULES
-        if hasattr(rule, "next_change")
-        and (when := rule.next_change(snap, settings, now)) is not None
-    ]
-    return min(times, default=None)
+    return min(due_times(snap, settings, now).values(), default=None)

@@ -18,8 +18,13 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
     return [_finding(subject, wakes) for subject, wakes in sorted(by_subject.items())]
 
 
-def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
-    return min((when for when, _, _ in _due(snap, settings) if when > now), default=None)
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    """(subject type, id) -> the earliest later time a wake there turns this kind on."""
+    due: dict = {}
+    for when, subject, _ in _due(snap, settings):
+        if when > now and (subject not in due or when < due[subject]):
+            due[subject] = when
+    return due
 
 
 def _due(

@@ -32,13 +32,17 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
     return [finding for finding in found if finding is not None]
 
 
-def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
-    times = []
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    """("task", id) -> the earliest later time the idle clock or a wake start runs out."""
+    due = {}
     for task in _unsettled(snap):
         idle_due = _idle_due(snap, settings, task)
-        times += [idle_due[0]] if idle_due else []
+        times = [idle_due[0]] if idle_due else []
         times += [when for when, _ in _unstarted_wakes(snap, settings, task)]
-    return min((when for when in times if when > now), default=None)
+        later = [when for when in times if when > now]
+        if later:
+            due[("task", task.id)] = min(later)
+    return due
 
 
 def _unsettled(snap: Snapshot) -> list[TaskView]:

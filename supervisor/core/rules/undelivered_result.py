@@ -15,9 +15,14 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
     return [finding for when, finding in filter(None, due) if when <= now]
 
 
-def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
-    due = [_due(snap, settings, task) for task in known_tasks(snap)]
-    return min((when for when, _ in filter(None, due) if when > now), default=None)
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    """(subject type, id) -> the later time at which the kind opens there, if nothing arrives."""
+    due = {}
+    for task in known_tasks(snap):
+        found = _due(snap, settings, task)
+        if found is not None and found[0] > now:
+            due[("task", task.id)] = found[0]
+    return due
 
 
 def _due(

@@ -78,7 +78,7 @@ def test_clock_stops_while_an_awaited_item_is_unfinished():
 
 def test_no_next_change_while_an_awaited_item_is_unfinished():
     views = task(reports=[running(70)]), run("r1", 1, finished=62), item("ci", started=60)
-    assert rule.next_change(snapshot(*views), SETTINGS, at(100)) is None
+    assert rule.due_times(snapshot(*views), SETTINGS, at(100)) == {}
 
 
 def test_an_item_not_awaited_does_not_stop_the_clock():
@@ -119,7 +119,9 @@ def test_clock_restarts_when_the_delegated_task_ends_not_before():
 
 def test_next_change_is_when_the_idle_clock_reaches_stuck_after():
     views = task(reports=[running()]), run("r1", 1, activity=600)
-    assert rule.next_change(snapshot(*views), SETTINGS, at(700)) == at(600 + STUCK_AFTER)
+    assert min(rule.due_times(snapshot(*views), SETTINGS, at(700)).values()) == at(
+        600 + STUCK_AFTER
+    )
 
 
 def test_a_quiet_run_under_stuck_after_is_not_stuck():
@@ -193,7 +195,9 @@ def test_wake_queued_during_an_unfinished_run_waits_for_its_end():
         wake("w", to=CHILD, source=("message", None), queued=500),
     )
     assert open_at(1000, *views) == []
-    assert rule.next_change(snapshot(*views), SETTINGS, at(1000)) == at(1000 + STUCK_AFTER)
+    assert min(rule.due_times(snapshot(*views), SETTINGS, at(1000)).values()) == at(
+        1000 + STUCK_AFTER
+    )
 
 
 def test_wake_to_another_thread_does_not_count():
@@ -203,7 +207,7 @@ def test_wake_to_another_thread_does_not_count():
 
 def test_next_change_is_when_the_wake_start_timeout_ends():
     views = *busy(), wake("w", to=CHILD, source=("message", None), queued=500)
-    assert rule.next_change(snapshot(*views), SETTINGS, at(500)) == at(500 + WAKE_START)
+    assert min(rule.due_times(snapshot(*views), SETTINGS, at(500)).values()) == at(500 + WAKE_START)
 
 
 def test_evidence_names_the_unstarted_wake():

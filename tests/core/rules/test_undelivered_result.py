@@ -50,12 +50,12 @@ def test_opens_exactly_at_delivery_grace():
 
 def test_next_change_is_when_delivery_grace_ends():
     snap = snapshot(*views(completed()))
-    assert rule.next_change(snap, SETTINGS, at(FINISHED)) == at(FINISHED + GRACE)
+    assert min(rule.due_times(snap, SETTINGS, at(FINISHED)).values()) == at(FINISHED + GRACE)
 
 
 def test_no_next_change_once_open():
     snap = snapshot(*views(completed()))
-    assert rule.next_change(snap, SETTINGS, at(FINISHED + GRACE)) is None
+    assert rule.due_times(snap, SETTINGS, at(FINISHED + GRACE)) == {}
 
 
 def test_not_open_while_the_report_is_not_terminal():

@@ -1,0 +1,55 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from supervisor.core.audit import HEADER, AuditReport, audit
+from supervisor.core.models import Namespace
+
+
+class Command(BaseCommand):
+    help = (
+        "Audit the stored history as seed 000 did by hand: tasks finalized in the gap "
+        "before a later run, interim texts handed to the parent, undelivered results and "
+        "how long later results took to reach the parent."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object")
+        parser.add_argument(
+            "--namespace",
+            action="append",
+            dest="namespaces",
+            metavar="NAME",
+            help="audit only this namespace (repeat for several; default: all)",
+        )
+
+    # Computing (`audit`) and printing stay apart so that other sources of the same
+    # measures (a T3 database, say) can be added as options beside the stored history.
+    def handle(self, as_json, namespaces, **options):
+        report = audit(self._namespace_ids(namespaces))
+        if as_json:
+            self.stdout.write(json.dumps(report.as_json(), ensure_ascii=False))
+        else:
+            self.stdout.write(self._table(report))
+
+    def _namespace_ids(self, names: list[str] | None) -> list[int] | None:
+        if not names:
+            return None
+        found = dict(Namespace.objects.filter(name__in=names).values_list("name", "pk"))
+        missing = [name for name in names if name not in found]
+        if missing:
+            raise CommandError(f"no namespace named {', '.join(map(repr, missing))}")
+        return [found[name] for name in names]
+
+    def _table(self, report: AuditReport) -> str:
+        rows = [HEADER, *report.as_rows()]
+        widths = [max(len(row[column]) for row in rows) for column in range(len(HEADER))]
+        # Measures left-aligned; numbers right-aligned so their digits line up.
+        lines = [
+            "  ".join(
+                (label.ljust(widths[0]), value.rjust(widths[1]), share.rjust(widths[2]))
+            ).rstrip()
+            for label, value, share in rows
+        ]
+        namespaces = ", ".join(report.namespaces) or "(none)"
+        return "\n".join([f"namespaces: {namespaces}", "", *lines])

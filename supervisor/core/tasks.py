@@ -1,0 +1,32 @@
+"""Named Celery tasks: thin wrappers with ids as arguments and idempotent bodies.
+
+Rows are the record of what must be done; a lost message is found again by the sweep.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from . import clock
+from .evaluate import evaluate
+from .ingest import IngestResult
+from .sweep import sweep
+
+
+@shared_task(name="supervisor.evaluate", acks_late=True, soft_time_limit=120, time_limit=150)
+def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[str]) -> None:
+    evaluate(namespace_id, clock.now(), tasks=task_ids, threads=thread_ids)
+
+
+@shared_task(name="supervisor.sweep", acks_late=True, soft_time_limit=240, time_limit=300)
+def sweep_due() -> int:
+    return sweep(clock.now())
+
+
+def evaluate_after_commit(namespace_id: int, result: IngestResult) -> None:
+    """Enqueue the evaluation of what a batch touched, once its transaction commits."""
+    if not (result.touched_tasks or result.touched_threads):
+        return
+    tasks, threads = sorted(result.touched_tasks), sorted(result.touched_threads)
+    transaction.on_commit(lambda: evaluate_touched.delay(namespace_id, tasks, threads))
