@@ -23,8 +23,9 @@ $(VENV)/.synced: pyproject.toml uv.lock
 run: bootstrap
 	$(PY) manage.py up
 
+# Tests keep their database, broker folder and keys apart from `make run`'s.
 test: bootstrap
-	$(PY) -m pytest
+	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
 
 lint: bootstrap
 	$(PY) -m ruff check .

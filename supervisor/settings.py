@@ -129,7 +129,11 @@ DATABASE_URL = env("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
 else:
-    DATABASES = {"default": sqlite_database(VAR_DIR / "supervisor.sqlite3")}
+    DATABASES = {
+        "default": sqlite_database(env("SUPERVISOR_SQLITE_PATH") or VAR_DIR / "supervisor.sqlite3")
+    }
+    # A file, not memory: tests start real workers and servers that must share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

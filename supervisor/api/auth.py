@@ -26,3 +26,19 @@ class TokenAuth(HttpBearer):
 
 def readers():
     return [SessionAuth(), TokenAuth("read")]
+
+
+def actors():
+    return [SessionAuth(), TokenAuth("act")]
+
+
+def actor_of(request: HttpRequest, permission: str):
+    """(user or None, "user:NAME" | "source:NAME") for an acting request; a logged-in
+    user without `permission` is refused with 403."""
+    source = getattr(request, "source", None)
+    if source is not None:
+        return None, f"source:{source.name}"
+    user = request.user
+    if not user.has_perm(permission):
+        raise HttpError(403, "your account may look but not act (ask for the operator role)")
+    return user, f"user:{user.get_username()}"

@@ -1,15 +1,24 @@
-"""GET /api/v1/flags (contract §6); flag actions come with detection as a service."""
+"""GET /api/v1/flags and POST /api/v1/flags/{id} (contract §6)."""
 
 from datetime import datetime
+from typing import Literal
 
 from django.db.models import Q
-from ninja import Router
+from django.shortcuts import get_object_or_404
+from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from supervisor.core import clock
+from supervisor.core.flags import (
+    FlagActionError,
+    do_acknowledge_flag,
+    do_resolve_flag_by_hand,
+    do_snooze_flag,
+)
 from supervisor.core.models import Flag
 
 from . import pagination
-from .auth import readers
+from .auth import actor_of, actors, readers
 from .serialize import flag_json
 
 router = Router(tags=["flags"], auth=readers())
@@ -44,3 +53,33 @@ def list_flags(
         "items": [flag_json(f) for f in page],
         "next": pagination.encode(page[-1].opened_at, page[-1].pk) if more else None,
     }
+
+
+class FlagAction(Schema):
+    action: Literal["acknowledge", "snooze", "resolve"]
+    until: datetime | None = None
+    reason: str | None = None
+
+
+@router.post("/flags/{int:flag_id}", auth=actors(), summary="Acknowledge, snooze or resolve")
+def act_on_flag(request, flag_id: int, body: FlagAction):
+    flag = get_object_or_404(Flag.objects.select_related("namespace"), pk=flag_id)
+    user, actor = actor_of(request, "core.change_flag")
+    now = clock.now()
+    try:
+        if body.action == "acknowledge":
+            flag = do_acknowledge_flag(flag, now, by=user, actor=actor)
+        elif body.action == "snooze":
+            if body.until is None:
+                raise FlagActionError("snooze needs 'until', an RFC 3339 time")
+            if body.until.tzinfo is None:
+                raise FlagActionError("'until' needs an offset, like 2026-11-05T23:00:00Z")
+            flag = do_snooze_flag(flag, body.until, now, actor=actor)
+        else:
+            flag = do_resolve_flag_by_hand(
+                flag, now, reason=body.reason or "", by=user, actor=actor
+            )
+    except FlagActionError as exc:
+        conflict = "resolved" in str(exc)
+        raise HttpError(409 if conflict else 400, str(exc)) from None
+    return flag_json(flag)

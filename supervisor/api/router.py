@@ -1,6 +1,6 @@
 """The JSON API of contract §6, with its OpenAPI document at /api/v1/openapi.json."""
 
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -33,3 +33,8 @@ def http_error(request, exc):
 @api.exception_handler(ValidationError)
 def invalid(request, exc):
     return JsonResponse({"error": "invalid request", "details": exc.errors}, status=400)
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc):
+    return JsonResponse({"error": str(exc) or "not found"}, status=404)

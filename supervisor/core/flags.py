@@ -12,14 +12,14 @@ from .models import Change, Flag, Task
 from .snapshot import Finding
 
 
-def _change(flag: Flag, kind: str) -> None:
+def _change(flag: Flag, kind: str, **details) -> None:
     Change.objects.create(
         at=clock.now(),
         namespace_id=flag.namespace_id,
         kind=kind,
         subject_type=flag.subject_type,
         subject_id=flag.subject_id,
-        payload={"flag": flag.pk, "kind": flag.kind, "state": flag.state},
+        payload={"flag": flag.pk, "kind": flag.kind, "state": flag.state, **details},
     )
 
 
@@ -51,15 +51,12 @@ def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | N
     return flag
 
 
-def do_resolve_flag(flag: Flag, now: datetime, *, by=None, reason: str | None = None) -> bool:
-    """Resolve an open flag (compare-and-swap on its state); False if it was not open."""
+def do_resolve_flag(flag: Flag, now: datetime) -> bool:
+    """Resolve an open flag whose condition stopped holding (compare-and-swap on its
+    state); False if it was not open."""
     with transaction.atomic():
         updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
-            state=Flag.RESOLVED,
-            resolved_at=now,
-            resolved_by=by,
-            resolve_reason=reason,
-            suppressed=by is not None,
+            state=Flag.RESOLVED, resolved_at=now
         )
         if updated:
             flag.refresh_from_db()
@@ -72,3 +69,56 @@ def do_update_evidence(flag: Flag, evidence: dict) -> None:
         if Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(evidence=evidence):
             flag.evidence = evidence
             _change(flag, "flag.updated")
+
+
+class FlagActionError(ValueError):
+    """An operator's flag action that cannot apply (the flag is resolved, a bad time)."""
+
+
+def do_acknowledge_flag(flag: Flag, now: datetime, *, by=None, actor: str = "") -> Flag:
+    """Acknowledge an open flag; acknowledging twice keeps the first acknowledgement."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be acknowledged")
+        if flag.acknowledged_at is None:
+            flag.acknowledged_at, flag.acknowledged_by = now, by
+            flag.save(update_fields=["acknowledged_at", "acknowledged_by"])
+            _change(flag, "flag.acknowledged", actor=actor)
+    return flag
+
+
+def do_snooze_flag(flag: Flag, until: datetime, now: datetime, *, actor: str = "") -> Flag:
+    """Snooze an open flag until a later time; it stays open, alerts wait until then."""
+    if until <= now:
+        raise FlagActionError("'until' must be in the future")
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be snoozed")
+        if flag.snoozed_until != until:
+            flag.snoozed_until = until
+            flag.save(update_fields=["snoozed_until"])
+            _change(flag, "flag.snoozed", actor=actor, until=until.isoformat())
+    return flag
+
+
+def do_resolve_flag_by_hand(
+    flag: Flag, now: datetime, *, reason: str, by=None, actor: str = ""
+) -> Flag:
+    """An operator resolves a flag with a reason; it then stays resolved until its
+    condition has stopped holding and holds again. Resolving a resolved flag is a no-op."""
+    if not reason or not reason.strip():
+        raise FlagActionError("a reason is needed to resolve a flag by hand")
+    with transaction.atomic():
+        updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
+            state=Flag.RESOLVED,
+            resolved_at=now,
+            resolved_by=by,
+            resolve_reason=reason.strip(),
+            suppressed=True,
+        )
+        flag.refresh_from_db()
+        if updated:
+            _change(flag, "flag.resolved", actor=actor, reason=flag.resolve_reason)
+    return flag

@@ -6,4 +6,5 @@ app_name = "web"
 urlpatterns = [
     path("", views.task_list, name="task-list"),
     path("tasks/<int:pk>/", views.task_detail, name="task-detail"),
+    path("flags/<int:pk>/", views.flag_action, name="flag-action"),
 ]
