@@ -1,0 +1,55 @@
+"""`manage.py create_source`."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from supervisor.core.models import Source
+from supervisor.core.sources import source_for_token
+
+pytestmark = pytest.mark.django_db
+
+
+def create(*args) -> str:
+    out = io.StringIO()
+    call_command("create_source", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue().strip()
+
+
+def test_the_printed_token_is_the_source_s_and_only_its_hash_is_stored():
+    token = create("fleet", "--scopes", "ingest,act")
+    source = Source.objects.get(name="fleet")
+    assert source_for_token(token) == source
+    assert token not in source.token_hash and source.scope_set == {"ingest", "act"}
+
+
+def test_sources_share_a_namespace_when_told():
+    create("origin", "--namespace", "install")
+    create("remote", "--namespace", "install")
+    assert {s.namespace.name for s in Source.objects.all()} == {"install"}
+
+
+def test_detection_overrides_are_kept():
+    create("demo", "--detection", '{"stuck_after": 120, "delivery_grace": 10}')
+    assert Source.objects.get(name="demo").settings == {"stuck_after": 120, "delivery_grace": 10}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["x", "--scopes", "ingest,admin"], "unknown scope(s) admin"),
+        (["x", "--detection", "{"], "--detection is not JSON"),
+        (["x", "--detection", '{"stuck": 1}'], "keys among"),
+        (["x", "--detection", '{"stuck_after": -1}'], "positive numbers"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(args, message):
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        create(*args)
+
+
+def test_a_name_is_taken_once():
+    create("fleet")
+    with pytest.raises(CommandError, match="exists already"):
+        create("fleet")
