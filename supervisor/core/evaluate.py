@@ -75,8 +75,9 @@ def evaluate(
     *,
     tasks: Iterable[str] | None = None,
     threads: Iterable[str] | None = None,
-) -> None:
-    """Make the open flags of the subjects exactly those the rules find at `now`."""
+) -> datetime | None:
+    """Make the open flags of the subjects exactly those the rules find at `now`; return
+    the earliest time at which they could change with no new event (None: never)."""
     rules_settings = detection_settings(namespace_id)
     if tasks is None and threads is None:
         snap = load_namespace(namespace_id)
@@ -101,6 +102,7 @@ def evaluate(
         reconcile(namespace_id, subjects, wanted, now, kinds=RULE_KINDS)
         _record_evaluation(Task, "task_id", namespace_id, task_ids, due, "task", now)
         _record_evaluation(Thread, "thread_id", namespace_id, thread_ids, due, "thread", now)
+    return min((when for key, when in due.items() if key in subjects), default=None)
 
 
 def _subject_filter(subjects: set[tuple[str, str]]) -> Q:
@@ -157,5 +159,5 @@ def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) ->
         )
 
 
-def evaluate_namespace(namespace_id: int, now: datetime) -> None:
-    evaluate(namespace_id, now)
+def evaluate_namespace(namespace_id: int, now: datetime) -> datetime | None:
+    return evaluate(namespace_id, now)

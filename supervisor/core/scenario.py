@@ -113,13 +113,21 @@ def replay(scenario: Scenario, *, as_service: bool = False) -> dict:
             sources[name], _ = do_create_source(f"replay:{name}", "replay", "ingest,read")
         return sources[name]
 
+    due: datetime | None = None
+
     def check(result=None):
+        nonlocal due
+        if result is None and (due is None or now < due):
+            # Only an event or a due time can change a finding: nothing to look at.
+            return
         if not as_service:
-            evaluate(namespace_id, now)
+            due = evaluate(namespace_id, now)
         elif result is None:
             sweep(now, namespace_id)
+            due = _earliest_due(namespace_id)
         else:
             evaluate(namespace_id, now, tasks=result.touched_tasks, threads=result.touched_threads)
+            due = _earliest_due(namespace_id)
 
     now: datetime | None = None
     times = [t for t in map(_event_time, scenario.events) if t is not None]
@@ -141,6 +149,23 @@ def replay(scenario: Scenario, *, as_service: bool = False) -> dict:
             clock.set_virtual(now)
             check()
     return _result(scenario.name, namespace_id)
+
+
+def _earliest_due(namespace_id: int) -> datetime | None:
+    return min(
+        filter(
+            None,
+            (
+                model.objects.filter(namespace_id=namespace_id)
+                .order_by("next_check_at")
+                .exclude(next_check_at=None)
+                .values_list("next_check_at", flat=True)
+                .first()
+                for model in (Task, Thread)
+            ),
+        ),
+        default=None,
+    )
 
 
 def _event_time(raw) -> datetime | None:

@@ -1,12 +1,19 @@
-"""Server-rendered pages; htmx requests get the page's partial alone."""
+"""Server-rendered pages; htmx requests get the page's main partial alone.
+
+Every page is whole without JavaScript: links are links, forms post and redirect. With
+htmx, a request for the page (a filter, a form, the slow poll while the live socket is
+down) gets the page's main partial, plus the open-flag count and any messages as
+out-of-band swaps.
+"""
 
 from datetime import timedelta
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from supervisor.core import clock
@@ -16,91 +23,82 @@ from supervisor.core.flags import (
     do_resolve_flag_by_hand,
     do_snooze_flag,
 )
-from supervisor.core.models import Source
+from supervisor.core.models import Flag, Task, Thread
 
-from supervisor.api.pagination import decode, encode
-from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
-from supervisor.core.loader import load_for_task
-from supervisor.core.models import Flag, Task
-from supervisor.core.rules import RULES
-from supervisor.core.task_detail import describe_task
+from . import page_data
+from .page_data import SNOOZE_CHOICES
 
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+ACT_PERMISSION = "core.change_flag"
 
 
-def _template(request, name: str, partial: str) -> str:
-    return f"{name}#{partial}" if request.headers.get("HX-Request") else name
+def can_act(user) -> bool:
+    return user.has_perm(ACT_PERMISSION)
+
+
+def _wants_partial(request) -> bool:
+    # A history restore asks for the whole page even though it comes from htmx.
+    return bool(
+        request.headers.get("HX-Request") and not request.headers.get("HX-History-Restore-Request")
+    )
+
+
+def _page(request, template: str, partial: str, context: dict, live: dict):
+    """The whole page, or for htmx its main partial with the live counters out of band.
+
+    `live` (the change cursor) must be read before `context`: a change that lands in
+    between is then sent again on resume rather than missed."""
+    if _wants_partial(request):
+        response = render(request, f"{template}#{partial}", context)
+        extra = render_to_string("base.html#open_flag_count", {"oob": True, **live})
+        extra += render_to_string(
+            "base.html#messages", {"oob": True, "messages": messages.get_messages(request)}
+        )
+        response.content += extra.encode()
+    else:
+        response = render(request, template, {**context, **live})
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+@login_required
+def overview(request):
+    live = page_data.live_context("overview")
+    context = page_data.overview_context(can_act(request.user))
+    return _page(request, "web/overview.html", "live", context, live)
 
 
 @login_required
 def task_list(request):
-    filters = {k: request.GET.get(k, "").strip() for k in ("q", "status", "flag")}
-    tasks = task_queryset(
-        q=filters["q"] or None,
-        status=filters["status"] or None,
-        flag=filters["flag"] or None,
-        state=Flag.OPEN if filters["flag"] else None,
-    )
-    cursor = request.GET.get("cursor")
-    if cursor:
-        from datetime import datetime
-
-        from django.db.models import Q
-        from ninja.errors import HttpError
-
-        try:
-            at, pk = decode(cursor, (datetime, int))
-        except HttpError:
-            at = pk = None
-        if pk is not None:
-            tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))
-    page = list(tasks.order_by("-delegated_at", "-pk")[: PAGE_SIZE + 1])
-    next_cursor = None
-    if len(page) > PAGE_SIZE:
-        page = page[:PAGE_SIZE]
-        next_cursor = encode(page[-1].delegated_at, page[-1].pk)
-    kinds = open_flag_kinds(page)
-    context = {
-        "rows": [{"task": t, "flags": sorted(kinds[t.pk])} for t in page],
-        "filters": filters,
-        "statuses": STATUSES,
-        "flag_kinds": sorted(rule.KIND for rule in RULES),
-        "next_cursor": next_cursor,
-        "sources": Source.objects.filter(revoked_at__isnull=True).order_by("name"),
-        "next_query": urlencode(
-            {**{k: v for k, v in filters.items() if v}, "cursor": next_cursor or ""}
-        ),
-    }
-    return render(request, _template(request, "web/task_list.html", "rows"), context)
+    live = page_data.live_context("list")
+    context = page_data.task_list_context(request.GET)
+    return _page(request, "web/task_list.html", "rows", context, live)
 
 
 @login_required
 def task_detail(request, pk: int):
+    live = page_data.live_context("task", pk)
     task = get_object_or_404(
         Task.objects.select_related("namespace", "parent_thread", "child_thread"),
         pk=pk,
         known=True,
     )
-    detail = describe_task(task, load_for_task(task))
-    flags = task.flags.order_by("-state", "-opened_at")
-    context = {
-        "task": task,
-        "detail": detail,
-        "flags": flags,
-        "can_act": request.user.has_perm("core.change_flag"),
-        "snooze_choices": SNOOZE_CHOICES,
-    }
-    return render(request, _template(request, "web/task_detail.html", "results"), context)
+    context = page_data.task_detail_context(task, can_act(request.user))
+    return _page(request, "web/task_detail.html", "live", context, live)
 
 
-SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
+@login_required
+def thread(request, pk: int):
+    live = page_data.live_context("thread", pk)
+    thread = get_object_or_404(Thread.objects.select_related("namespace"), pk=pk)
+    context = page_data.thread_context(thread)
+    return _page(request, "web/thread.html", "live", context, live)
 
 
 @login_required
 @require_POST
 def flag_action(request, pk: int):
-    """Acknowledge, snooze or resolve a flag from its task page (POST, then back)."""
-    if not request.user.has_perm("core.change_flag"):
+    """Acknowledge, snooze or resolve a flag (POST, then back to where it is shown)."""
+    if not can_act(request.user):
         raise PermissionDenied("your account may look but not act")
     flag = get_object_or_404(Flag, pk=pk)
     action, now = request.POST.get("action"), clock.now()
@@ -124,6 +122,7 @@ def flag_action(request, pk: int):
             raise FlagActionError("unknown action")
     except FlagActionError as exc:
         messages.error(request, f"Could not {action or 'act on'} {flag.kind}: {exc}.")
+    # Task flags live on their task's page; source and thread flags on the overview.
     if flag.task_id:
         return redirect("web:task-detail", pk=flag.task_id)
-    return redirect("web:task-list")
+    return redirect("web:overview")

@@ -10,7 +10,7 @@ from tests.factories import make_tasks
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path", ["/", "/tasks/1/"])
+@pytest.mark.parametrize("path", ["/", "/tasks/", "/tasks/1/", "/threads/1/"])
 def test_pages_need_a_login(client, path):
     response = client.get(path)
     assert response.status_code == 302
@@ -22,37 +22,37 @@ def test_the_login_page_is_served_with_labelled_fields(client):
     assert '<label for="id_username">' in html and '<label for="id_password">' in html
 
 
-def test_logging_in_leads_to_the_task_list(client, operator):
+def test_logging_in_leads_to_the_overview(client, operator):
     response = client.post("/login/", {"username": "op", "password": "pw-for-tests"}, follow=True)
     assert response.redirect_chain[-1][0] == "/"
-    assert b"<h1>Tasks</h1>" in response.content
+    assert response.templates[0].name == "web/overview.html"
 
 
 def test_the_list_shows_tasks_newest_first(client, operator, source):
     make_tasks(source, 3)
     client.force_login(operator)
-    html = client.get("/").content.decode()
+    html = client.get("/tasks/").content.decode()
     assert html.index("Task 2") < html.index("Task 1") < html.index("Task 0")
 
 
 def test_the_list_filters_by_search(client, operator, source):
     make_tasks(source, 3)
     client.force_login(operator)
-    html = client.get("/?q=task:t1").content.decode()
+    html = client.get("/tasks/?q=task:t1").content.decode()
     assert "Task 1" in html and "Task 2" not in html
 
 
 def test_an_htmx_request_gets_the_rows_partial_alone(client, operator, source):
     make_tasks(source, 1)
     client.force_login(operator)
-    html = client.get("/", headers={"HX-Request": "true"}).content.decode()
+    html = client.get("/tasks/", headers={"HX-Request": "true"}).content.decode()
     assert 'id="task-rows"' in html and "<html" not in html
 
 
 def list_queries(client, source, count) -> int:
     make_tasks(source, count, prefix=f"n{count}-")
     with CaptureQueriesContext(connection) as queries:
-        response = client.get("/")
+        response = client.get("/tasks/")
     assert response.status_code == 200
     return len(queries)
 

@@ -1,0 +1,11 @@
+"""Channels group names, in one place."""
+
+EVERYTHING = "live.all"  # overview and task list: every change
+
+
+def task(task_pk: int) -> str:
+    return f"live.task.{task_pk}"
+
+
+def thread(thread_pk: int) -> str:
+    return f"live.thread.{thread_pk}"

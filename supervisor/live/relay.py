@@ -1,0 +1,112 @@
+"""One relay per ASGI process: follows the change log and sends each change's note to
+the Channels groups of the pages it changes.
+
+PostgreSQL wakes it with LISTEN/NOTIFY (a trigger notifies on every insert into the
+change log); SQLite is polled. Either way it also polls slowly, so a missed wake-up
+costs at most a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+
+from . import groups
+from .notes import latest_change_id, notes_after
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "supervisor_changes"
+POLL_SQLITE = 0.1  # seconds
+POLL_SAFETY = 1.0
+
+
+def groups_for(note: dict) -> list[str]:
+    return [
+        groups.EVERYTHING,
+        *(groups.task(pk) for pk in note["tasks"]),
+        *(groups.thread(pk) for pk in note["threads"]),
+    ]
+
+
+class ChangeRelay:
+    def __init__(self):
+        self._task: asyncio.Task | None = None
+        self.last_id: int | None = None
+
+    def ensure_running(self) -> None:
+        """Start the relay in the running event loop unless it already runs there."""
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = loop.create_task(self._run(), name="supervisor-change-relay")
+
+    async def start_from(self, change_id: int) -> None:
+        if self.last_id is None:
+            self.last_id = change_id
+
+    async def _run(self) -> None:
+        layer = get_channel_layer()
+        if self.last_id is None:
+            self.last_id = await database_sync_to_async(latest_change_id)()
+        waker = await _Waker.open()
+        try:
+            while True:
+                try:
+                    notes = await database_sync_to_async(notes_after)(self.last_id)
+                    for note in notes:
+                        for group in groups_for(note):
+                            await layer.group_send(group, note)
+                        self.last_id = note["id"]
+                    if not notes:
+                        await waker.wait()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # the relay must outlive a database hiccup
+                    log.exception("change relay: retrying in 1 s")
+                    await asyncio.sleep(1)
+        finally:
+            await waker.close()
+
+
+class _Waker:
+    """Waits for news: NOTIFY on PostgreSQL, a short sleep on SQLite."""
+
+    def __init__(self, conn=None):
+        self.conn = conn
+
+    @classmethod
+    async def open(cls) -> _Waker:
+        if connection.vendor != "postgresql":
+            return cls()
+        import psycopg
+
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        params.pop("prepare_threshold", None)
+        params.pop("pool", None)
+        try:
+            conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
+            await conn.execute(f"LISTEN {CHANNEL}")
+        except Exception:
+            log.exception("change relay: LISTEN failed; polling instead")
+            return cls()
+        return cls(conn)
+
+    async def wait(self) -> None:
+        if self.conn is None:
+            await asyncio.sleep(POLL_SQLITE)
+            return
+        async for _ in self.conn.notifies(timeout=POLL_SAFETY, stop_after=1):
+            break
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+
+
+relay = ChangeRelay()

@@ -1,0 +1,440 @@
+"""What each page shows, read from the database without a request.
+
+The views (HTTP) and the fragments (live pushes) both build their template context
+here, so a live update renders exactly what a reload would. Each builder runs a fixed
+handful of queries, whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.db.models import Count, Exists, Max, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
+from django.urls import reverse
+from ninja.errors import HttpError
+
+from supervisor.api.pagination import decode, encode
+from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
+from supervisor.core import ownership
+from supervisor.core.loader import load_for_task
+from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
+from supervisor.core.rules import RULES
+from supervisor.core.rules import source_silent as source_silent_rule
+from supervisor.core.task_detail import describe_task
+
+from .flag_words import words_for
+from .word_diff import same_words, word_diff
+
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+FLAG_KINDS = tuple(sorted([rule.KIND for rule in RULES] + [source_silent_rule.KIND]))
+FLAG_STATES = (("", "any state"), (Flag.OPEN, "open"), (Flag.RESOLVED, "resolved"))
+SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
+LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
+NEEDS_ACTION_LIMIT = 50
+LATEST_LIMIT = 10
+TREE_DEPTH = 6  # levels of delegation shown below a thread
+
+
+# --- live ---------------------------------------------------------------------------
+
+
+def last_change_id() -> int:
+    """The newest change-log id: a live page resumes from here."""
+    return Change.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def open_flag_count() -> int:
+    return Flag.objects.filter(state=Flag.OPEN).count()
+
+
+def live_context(view: str, pk: int | None = None) -> dict:
+    """What base.html needs to make a page live: the socket URL and where to resume."""
+    query = {"view": view} | ({"id": pk} if pk is not None else {})
+    return {
+        "live": {
+            "view": view,
+            "id": pk,
+            "url": "/ws/live/?" + urlencode(query),
+            "last_change": last_change_id(),
+            "open_flags": open_flag_count(),
+        }
+    }
+
+
+# --- shared pieces ------------------------------------------------------------------
+
+
+def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None) -> dict:
+    """A flag with its words for an operator."""
+    evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
+    return {
+        "flag": flag,
+        "words": words_for(flag.kind),
+        "text": evidence.get("text") or "",
+        "events": [e for e in evidence.get("events") or [] if e],
+        "url": url,
+        "subject": subject or flag.subject_id,
+    }
+
+
+def task_rows(tasks: list[Task]) -> list[dict]:
+    kinds = open_flag_kinds(tasks)
+    return [{"task": t, "flags": sorted(kinds[t.pk])} for t in tasks]
+
+
+def _tasks():
+    return Task.objects.filter(known=True).select_related(
+        "namespace", "parent_thread", "child_thread"
+    )
+
+
+def _open_flags_exist():
+    return Exists(Flag.objects.filter(task=OuterRef("pk"), state=Flag.OPEN))
+
+
+# --- overview -----------------------------------------------------------------------
+
+
+def overview_context(can_act: bool) -> dict:
+    open_flags = Flag.objects.filter(state=Flag.OPEN)
+    by_kind = list(open_flags.values("kind").annotate(n=Count("pk")).order_by("-n", "kind"))
+    by_env = list(
+        open_flags.filter(task__isnull=False)
+        .annotate(environment=Coalesce("task__target_env", "task__env", Value("default")))
+        .values("environment")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "environment")
+    )
+    needing = list(
+        _tasks()
+        .annotate(last_flag_at=Max("flags__opened_at", filter=Q(flags__state=Flag.OPEN)))
+        .filter(last_flag_at__isnull=False)
+        .order_by("-last_flag_at", "-pk")[:NEEDS_ACTION_LIMIT]
+    )
+    latest = list(
+        _tasks().filter(~_open_flags_exist()).order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
+    )
+    sources = list(
+        Source.objects.filter(revoked_at__isnull=True).select_related("namespace").order_by("name")
+    )
+    other_flags = list(
+        open_flags.filter(subject_type__in=("source", "thread")).order_by("-opened_at", "-pk")
+    )
+    thread_ids = {f.subject_id for f in other_flags if f.subject_type == "thread"}
+    thread_pks: dict[tuple[int, str], int] = {}
+    if thread_ids:
+        rows = Thread.objects.filter(thread_id__in=thread_ids)
+        for ns, name, pk in rows.values_list("namespace_id", "thread_id", "pk"):
+            thread_pks[(ns, name)] = pk
+    silent, on_threads = [], []
+    for flag in other_flags:
+        if flag.subject_type == "source":
+            silent.append(flag_entry(flag, subject=f"source {flag.subject_id}"))
+        else:
+            pk = thread_pks.get((flag.namespace_id, flag.subject_id))
+            url = reverse("web:thread", args=[pk]) if pk else None
+            on_threads.append(flag_entry(flag, url=url, subject=f"thread {flag.subject_id}"))
+    silent_names = {f["flag"].subject_id for f in silent}
+    return {
+        "total_open": sum(row["n"] for row in by_kind),
+        "by_kind": [
+            {**row, "words": words_for(row["kind"]), "query": urlencode({"flag": row["kind"]})}
+            for row in by_kind
+        ],
+        "by_env": [
+            {**row, "query": urlencode({"env": row["environment"], "state": Flag.OPEN})}
+            for row in by_env
+        ],
+        "needing": task_rows(needing),
+        "latest": [{"task": t, "flags": []} for t in latest],
+        "sources": [{"source": s, "silent": s.name in silent_names} for s in sources],
+        "silent_flags": silent,
+        "thread_flags": on_threads,
+        "can_act": can_act,
+        "snooze_choices": SNOOZE_CHOICES,
+    }
+
+
+# --- task list ----------------------------------------------------------------------
+
+
+def list_filters(params) -> dict:
+    filters = {k: (params.get(k) or "").strip() for k in LIST_FILTERS}
+    # `?flag=KIND` alone (older links, the overview) means its open flags.
+    if filters["flag"] and "state" not in params:
+        filters["state"] = Flag.OPEN
+    if filters["state"] not in (Flag.OPEN, Flag.RESOLVED):
+        filters["state"] = ""
+    return filters
+
+
+def task_list_context(params) -> dict:
+    filters = list_filters(params)
+    tasks = task_queryset(
+        q=filters["q"] or None,
+        status=filters["status"] or None,
+        flag=filters["flag"] or None,
+        state=filters["state"] or None,
+        namespace=filters["namespace"] or None,
+    )
+    if filters["env"]:
+        tasks = tasks.filter(Q(env=filters["env"]) | Q(target_env=filters["env"]))
+    if filters["parent"]:
+        tasks = tasks.filter(parent_thread__thread_id=filters["parent"])
+    cursor = params.get("cursor")
+    if cursor:
+        try:
+            at, pk = decode(cursor, (datetime, int))
+        except HttpError:
+            at = pk = None
+        if pk is not None:
+            tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))
+    page = list(tasks.order_by("-delegated_at", "-pk")[: PAGE_SIZE + 1])
+    next_cursor = None
+    if len(page) > PAGE_SIZE:
+        page = page[:PAGE_SIZE]
+        next_cursor = encode(page[-1].delegated_at, page[-1].pk)
+    active = {k: v for k, v in filters.items() if v}
+    environments = sorted(
+        set(Environment.objects.values_list("name", flat=True))
+        | set(Task.objects.exclude(target_env=None).values_list("target_env", flat=True).distinct())
+    )
+    return {
+        "rows": task_rows(page),
+        "filters": filters,
+        "filtered": bool(active),
+        "statuses": STATUSES,
+        "flag_kinds": FLAG_KINDS,
+        "flag_states": FLAG_STATES,
+        "environments": environments,
+        "namespaces": list(Namespace.objects.order_by("name").values_list("name", flat=True)),
+        "next_cursor": next_cursor,
+        "next_query": urlencode({**active, "cursor": next_cursor or ""}),
+        "paged": bool(cursor),
+        "sources": Source.objects.filter(revoked_at__isnull=True).order_by("name"),
+    }
+
+
+def task_row_context(task_pk: int) -> dict | None:
+    task = _tasks().filter(pk=task_pk).first()
+    if task is None:
+        return None
+    return {"row": task_rows([task])[0]}
+
+
+# --- task detail --------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One line of a task's timeline, with why it belongs (or not) to the task."""
+
+    at: datetime | None
+    kind: str
+    text: str
+    subject: str = ""
+    owned: bool | None = None
+    why: str = ""
+    event_id: str | None = None
+    css: list[str] = field(default_factory=list)
+
+
+def run_reason(snap, task_view, run, owned: set[str]) -> str:
+    """Why a run of the child thread is (or is not) the task's, from its trigger."""
+    kind, ref = run.trigger_kind, run.trigger_ref
+    is_owned = run.id in owned
+    prefix = "owned: " if is_owned else "not owned: "
+    if task_view.follow_up_of is not None:
+        return f"not owned: this task follows up {task_view.follow_up_of} and owns no runs"
+    if kind == "delegation":
+        return prefix + ("first run" if ref == task_view.id else f"first run of task {ref}")
+    if kind == "background":
+        item = snap.items.get(ref or "")
+        why = f"woken by item {ref}"
+        if not is_owned and item is not None and item.awaited is False:
+            why += " (started with awaited: false)"
+        elif not is_owned:
+            why += " (not started by an owned run)"
+        return prefix + why
+    if kind == "wake":
+        wake = snap.wakes.get(ref or "")
+        why = f"woken by wake {ref}"
+        if wake is not None and wake.source_kind == "background":
+            why += f" (item {wake.source_item} finished)"
+            if wake.outcome == "updated":
+                why += ", a progress notice"
+        elif wake is not None and wake.source_kind == "task":
+            why += f" (task {wake.source_task} reported)"
+        elif wake is not None and wake.source_kind:
+            why += f" ({wake.source_kind})"
+        return prefix + why
+    if kind == "restart":
+        return prefix + f"restart of {ref}"
+    if kind == "message":
+        return prefix + "message-started follow-up"
+    if kind == "scheduled":
+        return prefix + "scheduled follow-up"
+    if kind is None:
+        return prefix + "trigger not known yet"
+    return prefix + f"{kind} trigger"
+
+
+def _timeline(snap, view, detail, actions) -> list[Step]:
+    owned = detail.owned_runs
+    runs = {r.id: r for r in detail.runs}
+    items = {i.id: i for i in detail.items}
+    wakes = {w.id: w for w in detail.wakes}
+    steps = []
+    for entry in detail.timeline:
+        step = Step(entry.at, entry.kind, entry.text, entry.subject, entry.owned)
+        step.event_id = entry.event_id
+        if entry.kind.startswith("run.") and entry.subject in runs:
+            step.why = run_reason(snap, view, runs[entry.subject], owned)
+        elif entry.kind.startswith("background.") and entry.subject in items:
+            item = items[entry.subject]
+            run_id = ownership.item_run_id(snap, item)
+            step.owned = run_id in owned if run_id else False
+            if item.awaited is False:
+                step.why = f"started by run {run_id or '?'} with awaited: false (not waited for)"
+            elif step.owned:
+                step.why = f"owned: started by owned run {run_id}"
+            else:
+                step.why = f"not owned: started by run {run_id or '(unknown)'}"
+        elif entry.kind.startswith("wake.") and entry.subject in wakes:
+            wake = wakes[entry.subject]
+            if wake.source_kind == "manual":
+                step.why = "delivery by hand (manual wake)"
+                step.css.append("delivery")
+            elif wake.thread is not None and wake.thread == view.parent_thread:
+                step.why = "to the parent"
+                step.css.append("to-parent")
+            elif wake.thread is not None and wake.thread == detail.task.child_thread:
+                step.why = "wakes the child"
+        steps.append(step)
+    for action in actions:
+        step = Step(
+            action.created_at,
+            f"action.{action.kind}",
+            f"{action.kind} asked" + (f": {action.reason}" if action.reason else ""),
+            str(action.pk),
+            why=f"{action.state}" + (f" ({action.last_error})" if action.last_error else ""),
+        )
+        step.css.append("action")
+        steps.append(step)
+    steps.sort(key=lambda s: (s.at or ownership.LATEST, s.event_id or ""))
+    return steps
+
+
+def _handed(snap, view, latest: str | None) -> list[dict]:
+    by_text: dict[str, list[str]] = defaultdict(list)
+    for handing in ownership.handed(snap, view):
+        by_text[handing.text].append(handing.via)
+    handed = []
+    for text, vias in by_text.items():
+        same = latest is not None and same_words(text, latest)
+        handed.append(
+            {
+                "text": text,
+                "via": ", ".join(dict.fromkeys(vias)),
+                "same": same,
+                "diff": word_diff(text, latest) if latest is not None and not same else None,
+            }
+        )
+    return handed
+
+
+def task_detail_context(task: Task, can_act: bool) -> dict:
+    snap = load_for_task(task)
+    detail = describe_task(task, snap)
+    view = snap.tasks[task.task_id]
+    flags = list(task.flags.order_by("state", "-opened_at", "-pk"))
+    actions = list(task.actions.order_by("created_at", "pk"))
+    return {
+        "task": task,
+        "detail": detail,
+        "handed": _handed(snap, view, detail.latest_result),
+        "flags": [flag_entry(f) for f in flags],
+        "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
+        "timeline": _timeline(snap, view, detail, actions),
+        "can_act": can_act,
+        "snooze_choices": SNOOZE_CHOICES,
+    }
+
+
+def known_task(task_pk: int) -> Task | None:
+    return _tasks().filter(pk=task_pk).first()
+
+
+# --- thread -------------------------------------------------------------------------
+
+
+def thread_context(thread: Thread) -> dict:
+    """A parent thread with the tasks it delegated, their children's tasks and so on,
+    down to TREE_DEPTH levels: one query per level, one for all their open flags."""
+    by_parent: dict[int, list[Task]] = defaultdict(list)
+    seen_threads = {thread.pk}
+    level = [thread.pk]
+    every: list[Task] = []
+    depth = 0
+    truncated = False
+    while level:
+        if depth >= TREE_DEPTH:
+            truncated = True
+            break
+        found = list(_tasks().filter(parent_thread_id__in=level).order_by("delegated_at", "pk"))
+        every += found
+        level = []
+        for task in found:
+            by_parent[task.parent_thread_id].append(task)
+            if task.child_thread_id and task.child_thread_id not in seen_threads:
+                seen_threads.add(task.child_thread_id)
+                level.append(task.child_thread_id)
+        depth += 1
+    kinds = open_flag_kinds(every)
+
+    def nodes(thread_pk: int, depth: int, path: frozenset) -> list[dict]:
+        out = []
+        for task in by_parent.get(thread_pk, []):
+            child = task.child_thread_id
+            below = (
+                nodes(child, depth + 1, path | {child})
+                if child and child not in path and depth + 1 < TREE_DEPTH
+                else []
+            )
+            out.append(
+                {
+                    "task": task,
+                    "flags": sorted(kinds[task.pk]),
+                    "children": below,
+                    "depth": depth,
+                    # Deeper levels were not read: the child thread's own page shows them.
+                    "more_below": bool(child) and truncated and depth + 1 >= TREE_DEPTH,
+                }
+            )
+        return out
+
+    delegated_by = (
+        Task.objects.filter(known=True, child_thread=thread)
+        .select_related("parent_thread")
+        .order_by("follow_up_of", "delegated_at", "pk")
+        .first()
+    )
+    thread_flags = list(
+        Flag.objects.filter(
+            namespace_id=thread.namespace_id, subject_type="thread", subject_id=thread.thread_id
+        ).order_by("state", "-opened_at", "-pk")
+    )
+    return {
+        "thread": thread,
+        "tree": nodes(thread.pk, 0, frozenset({thread.pk})),
+        "task_count": len(every),
+        "truncated": truncated,
+        "depth_limit": TREE_DEPTH,
+        "delegated_by": delegated_by,
+        "thread_flags": [flag_entry(f) for f in thread_flags],
+        "can_act": False,
+    }

@@ -1,0 +1,138 @@
+"""The task page: given beside latest, one timeline with ownership reasons, flags with
+their evidence and the suggested action, and htmx's partial."""
+
+import pytest
+
+from supervisor.core.ingest import apply_events
+from supervisor.core.models import Task
+from tests.factories import at, task_events
+from tests.web.conftest import load_own
+
+pytestmark = pytest.mark.django_db
+
+
+def page(client, task_id: str, **headers) -> str:
+    task = Task.objects.get(task_id=task_id)
+    return client.get(f"/tasks/{task.pk}/", headers=headers).content.decode()
+
+
+def test_runs_say_whether_they_are_owned_and_why(client, viewer, three_levels):
+    client.force_login(viewer)
+    html = page(client, "task:release-plan")
+    assert "— owned: first run" in html
+    assert (
+        "— owned: woken by wake thread:release-plan:wake:1 (task task:schema-audit reported)"
+        in html
+    )
+
+
+def test_a_message_started_run_is_a_follow_up_not_owned(client, viewer, source):
+    events = task_events(0)
+    events.append(
+        {
+            "id": "t0-msg",
+            "type": "run.requested",
+            "at": at(30),
+            "data": {
+                "thread": "thread:t0",
+                "run": "thread:t0:2",
+                "ordinal": 2,
+                "trigger": {"kind": "message"},
+            },
+        }
+    )
+    apply_events(source, events)
+    client.force_login(viewer)
+    html = page(client, "task:t0")
+    assert "— not owned: message-started follow-up" in html
+    assert 'class="tl-runrequested not-owned"' in html
+
+
+def test_background_items_and_a_delivery_by_hand_are_on_the_timeline(client, viewer, source):
+    load_own(source, "manual-delivery.json")
+    client.force_login(viewer)
+    html = page(client, "task:suite-run")
+    assert '<span class="kind">background.started</span>' in html
+    assert "owned: started by owned run thread:suite-run:run:1" in html
+    assert "— owned: woken by wake thread:suite-run:wake:1 (item thread:suite-run:bg:pytest" in html
+    assert "delivery by hand (manual wake)" in html
+
+
+def test_the_page_puts_what_was_given_beside_the_latest_result(client, viewer, three_levels):
+    client.force_login(viewer)
+    html = page(client, "task:release-plan")
+    given = html.index("What the parent was given")
+    latest = html.index("The latest result")
+    assert given < latest < html.index("What changed")
+    assert "it has not reached the parent." in html
+
+
+@pytest.mark.parametrize(
+    ("kind", "advice"),
+    [
+        ("stale_result", "Deliver the latest result to the parent."),
+        ("undelivered_result", "Deliver the latest result to the parent."),
+        ("premature_completion", "Deliver the latest result to the parent once"),
+    ],
+)
+def test_each_flag_has_its_evidence_and_suggested_action(
+    client, viewer, three_levels, kind, advice
+):
+    client.force_login(viewer)
+    html = page(client, "task:release-plan")
+    card = html[html.index(f'<code class="flag-kind">{kind}</code>') :]
+    card = card[: card.index("</article>")]
+    assert "<strong>Evidence:</strong>" in card
+    assert f"<strong>Suggested:</strong> {advice}" in card
+
+
+def test_open_flags_come_before_resolved_ones(client, acting, three_levels):
+    client.force_login(acting)
+    task = Task.objects.get(task_id="task:release-plan")
+    flag = task.flags.order_by("pk").first()
+    client.post(f"/flags/{flag.pk}/", {"action": "resolve", "reason": "checked"})
+    html = page(client, "task:release-plan")
+    assert html.index("flag-card flag-open") < html.index("flag-card flag-resolved")
+
+
+def test_an_htmx_request_gets_the_live_partial_with_counters_out_of_band(
+    client, viewer, three_levels
+):
+    client.force_login(viewer)
+    task = Task.objects.get(task_id="task:release-plan")
+    response = client.get(f"/tasks/{task.pk}/", headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="task-live" data-live-main>')
+    assert "<html" not in html
+    assert '<span id="open-flag-count" data-count="' in html and 'hx-swap-oob="true"' in html
+    assert '<div id="messages" class="messages" role="status" hx-swap-oob="innerHTML">' in html
+    assert "HX-Request" in response["Vary"]
+
+
+def test_a_history_restore_gets_the_whole_page(client, viewer, three_levels):
+    client.force_login(viewer)
+    html = page(
+        client, "task:release-plan", **{"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    )
+    assert "<html" in html
+
+
+def test_a_flag_form_posts_with_htmx_and_without(client, acting, three_levels):
+    client.force_login(acting)
+    task = Task.objects.get(task_id="task:release-plan")
+    html = page(client, "task:release-plan")
+    flag = task.flags.filter(state="open").first()
+    form = f'<form method="post" action="/flags/{flag.pk}/" hx-post="/flags/{flag.pk}/"'
+    assert form in html and 'hx-target="[data-live-main]" hx-swap="outerHTML"' in html
+    # htmx follows the redirect with its header: the page's partial and the message.
+    response = client.post(
+        f"/flags/{flag.pk}/", {"action": "acknowledge"}, headers={"HX-Request": "true"}, follow=True
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="task-live"')
+    assert f"Acknowledged {flag.kind}." in body
+
+
+def test_an_unknown_task_is_404(client, viewer):
+    client.force_login(viewer)
+    assert client.get("/tasks/999999/").status_code == 404
