@@ -89,14 +89,20 @@ class Command(BaseCommand):
     def _stop(self, children):
         for child in children.values():
             if child.poll() is None:
-                os.killpg(child.pid, signal.SIGTERM)
+                # The leader alone: Celery stops its own pool; the group is killed only
+                # if something is still there after the grace period.
+                child.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 10
         for child in children.values():
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+                child.kill()
                 child.wait()
+            try:
+                os.killpg(child.pid, signal.SIGKILL)  # leftovers of the group, if any
+            except ProcessLookupError:
+                pass
         self.stdout.write("Stopped.")
 
     def _ensure_operator(self):
