@@ -6,25 +6,19 @@ from datetime import datetime, timedelta
 
 from ..snapshot import DetectionSettings, Finding, Snapshot, WakeView
 from .orphan_wake import names_unknown_task, wake_subject
+from .wake_deadlines import earliest_by_subject, passed_by_subject
 
 KIND = "late_wake"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    by_subject: dict[tuple[str, str], list[WakeView]] = {}
-    for when, subject, wake in _due(snap, settings):
-        if when <= now:
-            by_subject.setdefault(subject, []).append(wake)
-    return [_finding(subject, wakes) for subject, wakes in sorted(by_subject.items())]
+    passed = passed_by_subject(_due(snap, settings), now)
+    return [_finding(subject, wakes) for subject, wakes in passed.items()]
 
 
 def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
     """(subject type, id) -> the earliest later time a wake there turns this kind on."""
-    due: dict = {}
-    for when, subject, _ in _due(snap, settings):
-        if when > now and (subject not in due or when < due[subject]):
-            due[subject] = when
-    return due
+    return earliest_by_subject(_due(snap, settings), now)
 
 
 def _due(
