@@ -79,7 +79,11 @@ REAL_ERRORS = [
     "Cannot continue: the repository has no test target for this package.",
     "Stopped: the spec contradicts the public API; needs a decision.",
 ]
-PROVIDERS = [("claudeAgent", "claude-opus-5-5"), ("codex", "gpt-6.1-sol"), ("claudeAgent", "claude-haiku-5-5")]
+PROVIDERS = [
+    ("claudeAgent", "claude-opus-5-5"),
+    ("codex", "gpt-6.1-sol"),
+    ("claudeAgent", "claude-haiku-5-5"),
+]
 
 
 def stamp(at: datetime) -> str:
@@ -126,8 +130,12 @@ class History:
         for task, kind in sorted(self.expected):
             tasks[task].append(kind)
         threads = sorted(
-            {e["data"][k] for e in self.events for k in ("thread", "parent_thread", "child_thread")
-             if e["data"].get(k)}
+            {
+                e["data"][k]
+                for e in self.events
+                for k in ("thread", "parent_thread", "child_thread")
+                if e["data"].get(k)
+            }
         )
         return {
             "name": name,
@@ -146,7 +154,9 @@ class Builder:
 
     def emit(self, type_: str, at: datetime, data: dict) -> None:
         self.n += 1
-        self.out.append({"id": f"{self.prefix}-{self.n:02d}", "type": type_, "at": stamp(at), "data": data})
+        self.out.append(
+            {"id": f"{self.prefix}-{self.n:02d}", "type": type_, "at": stamp(at), "data": data}
+        )
 
     def ms(self, lo: float, hi: float) -> timedelta:
         return timedelta(milliseconds=self.rng.uniform(lo, hi))
@@ -164,20 +174,32 @@ class Generator:
         self.expected: set[tuple[str, str]] = set()
         self.shapes: dict[str, str] = {}
         n_parents = max(1, round(tasks / tasks_per_parent))
-        self.parents = [f"thread:parent-{i:04d}-{self.rng.getrandbits(24):06x}" for i in range(n_parents)]
+        self.parents = [
+            f"thread:parent-{i:04d}-{self.rng.getrandbits(24):06x}" for i in range(n_parents)
+        ]
         for i, parent in enumerate(self.parents):
             provider, model = PROVIDERS[i % len(PROVIDERS)]
-            self.events.append({
-                "id": f"p{i:04d}-seen", "type": "thread.seen", "at": stamp(self.start - timedelta(minutes=1)),
-                "data": {"thread": parent, "title": f"Coordinator {i}", "provider": provider, "model": model},
-            })
+            self.events.append(
+                {
+                    "id": f"p{i:04d}-seen",
+                    "type": "thread.seen",
+                    "at": stamp(self.start - timedelta(minutes=1)),
+                    "data": {
+                        "thread": parent,
+                        "title": f"Coordinator {i}",
+                        "provider": provider,
+                        "model": model,
+                    },
+                }
+            )
         self.wake_seq: Counter = Counter()
 
     # ids -------------------------------------------------------------------------------
 
     def ids(self, n: int, slug: str) -> tuple[str, str]:
         tag = f"{slug}-{n:05d}"
-        task = f"node:delegated-task:command%3Amcp%3A{self.rng.getrandbits(32):08x}%3Adelegate-task%3A{tag}"
+        command = f"command%3Amcp%3A{self.rng.getrandbits(32):08x}"
+        task = f"node:delegated-task:{command}%3Adelegate-task%3A{tag}"
         return task, f"thread:delegated-task:{tag}"
 
     def parent_wake(self, parent: str) -> str:
@@ -191,14 +213,29 @@ class Generator:
     # shared pieces ---------------------------------------------------------------------
 
     def delegate(self, b: Builder, at, task, parent, child, title, prompt, mode="async"):
-        data = {"task": task, "parent_thread": parent, "child_thread": child, "title": title, "mode": mode,
-                "prompt": prompt}
+        data = {
+            "task": task,
+            "parent_thread": parent,
+            "child_thread": child,
+            "title": title,
+            "mode": mode,
+            "prompt": prompt,
+        }
         if b.rng.random() < 0.3:
             data["requested_at"] = stamp(at - b.ms(50, 1500))  # within dispatch_lag (5 s)
         b.emit("task.delegated", at, data)
         provider, model = b.rng.choice(PROVIDERS)
-        b.emit("thread.seen", at + b.ms(1, 20), {"thread": child, "title": title, "parent_thread": parent,
-                                                 "provider": provider, "model": model})
+        b.emit(
+            "thread.seen",
+            at + b.ms(1, 20),
+            {
+                "thread": child,
+                "title": title,
+                "parent_thread": parent,
+                "provider": provider,
+                "model": model,
+            },
+        )
 
     def run(self, b: Builder, at, child, k, trigger, activities=0, length=(20, 300)):
         """run.requested/started/activity…; returns (run id, time the run may finish)."""
@@ -208,8 +245,11 @@ class Generator:
         b.emit("run.started", at, {"thread": child, "run": run})
         total = b.s(*length)
         for i in range(activities):
-            b.emit("run.activity", at + total * (i + 1) / (activities + 1),
-                   {"thread": child, "run": run, "note": f"tool call {i + 1}"})
+            b.emit(
+                "run.activity",
+                at + total * (i + 1) / (activities + 1),
+                {"thread": child, "run": run, "note": f"tool call {i + 1}"},
+            )
         return run, at + total
 
     def finish(self, b: Builder, at, child, run, summary, status="completed", error=None):
@@ -218,29 +258,60 @@ class Generator:
             data["error"] = error
         b.emit("run.finished", at, data)
 
-    def report(self, b: Builder, at, task, status, work_state=None, summary=None, result_run=None, error=None):
+    def report(
+        self,
+        b: Builder,
+        at,
+        task,
+        status,
+        work_state=None,
+        summary=None,
+        result_run=None,
+        error=None,
+    ):
         data = {"task": task, "status": status}
-        for key, value in (("work_state", work_state), ("summary", summary), ("result_run", result_run),
-                           ("error", error)):
+        for key, value in (
+            ("work_state", work_state),
+            ("summary", summary),
+            ("result_run", result_run),
+            ("error", error),
+        ):
             if value is not None:
                 data[key] = value
         b.emit("task.reported", at, data)
 
     def hand_to_parent(self, b: Builder, at, parent, task, child, summary, outcome="completed"):
         wake = self.parent_wake(parent)
-        b.emit("wake.queued", at, {"wake": wake, "thread": parent,
-                                   "source": {"kind": "task", "task": task, "thread": child},
-                                   "summary": summary, "outcome": outcome})
+        b.emit(
+            "wake.queued",
+            at,
+            {
+                "wake": wake,
+                "thread": parent,
+                "source": {"kind": "task", "task": task, "thread": child},
+                "summary": summary,
+                "outcome": outcome,
+            },
+        )
         b.emit("wake.delivered", at + b.ms(40, 400), {"wake": wake})
 
     def background_wake_run(self, b: Builder, at, child, item, k, activities, length, direct=False):
         """The child is woken because `item` ended: run k, by a wake or a background trigger."""
         if direct:
-            return self.run(b, at, child, k, {"kind": "background", "item": item}, activities, length)
+            return self.run(
+                b, at, child, k, {"kind": "background", "item": item}, activities, length
+            )
         wake = f"{child}:wake:{k}"
-        b.emit("wake.queued", at - b.ms(5, 30), {"wake": wake, "thread": child,
-                                                 "source": {"kind": "background", "item": item},
-                                                 "outcome": "completed"})
+        b.emit(
+            "wake.queued",
+            at - b.ms(5, 30),
+            {
+                "wake": wake,
+                "thread": child,
+                "source": {"kind": "background", "item": item},
+                "outcome": "completed",
+            },
+        )
         b.emit("wake.delivered", at + b.ms(1, 10), {"wake": wake, "run": f"{child}:run:{k}"})
         return self.run(b, at, child, k, {"kind": "wake", "wake": wake}, activities, length)
 
@@ -250,11 +321,22 @@ class Generator:
         task, child = self.ids(n, "ci")
         at = self.t0()
         self.delegate(b, at, task, parent, child, title, prompt)
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 3, (60, 600))
+        run1, t = self.run(
+            b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 3, (60, 600)
+        )
         item = f"{child}:bg:checks"
-        b.emit("background.started", t - b.s(5, 30), {"thread": child, "item": item, "kind": "command",
-                                                       "run": run1, "label": "gh pr checks --watch",
-                                                       "awaited": True})
+        b.emit(
+            "background.started",
+            t - b.s(5, 30),
+            {
+                "thread": child,
+                "item": item,
+                "kind": "command",
+                "run": run1,
+                "label": "gh pr checks --watch",
+                "awaited": True,
+            },
+        )
         self.finish(b, t, child, run1, b.rng.choice(INTERIM))
         self.report(b, t + b.ms(100, 300), task, "waiting", "waiting_for_children")
         t = t + b.s(60, 1200)
@@ -271,8 +353,15 @@ class Generator:
         at = self.t0()
         mode = b.rng.choice(["async", "wait"])
         self.delegate(b, at, task, parent, child, title, prompt, mode)
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task},
-                           b.rng.randint(9, 13), (120, 1500))
+        run1, t = self.run(
+            b,
+            at + b.ms(40, 80),
+            child,
+            1,
+            {"kind": "delegation", "task": task},
+            b.rng.randint(9, 13),
+            (120, 1500),
+        )
         self.report(b, at + b.ms(300, 900), task, "running", "working")
         final = f"Done: {title.lower()} (#{n}); tests pass."
         self.finish(b, t, child, run1, final)
@@ -284,32 +373,64 @@ class Generator:
         task, child = self.ids(n, "deploy")
         at = self.t0()
         self.delegate(b, at, task, parent, child, title, prompt)
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 3, (60, 600))
+        run1, t = self.run(
+            b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 3, (60, 600)
+        )
         self.report(b, at + b.ms(300, 900), task, "running", "working")
         item = f"{child}:bg:monitor"
-        b.emit("background.started", t - b.s(10, 50), {"thread": child, "item": item, "kind": "monitor",
-                                                        "run": run1, "label": "Monitor: error rate",
-                                                        "awaited": False})
+        b.emit(
+            "background.started",
+            t - b.s(10, 50),
+            {
+                "thread": child,
+                "item": item,
+                "kind": "monitor",
+                "run": run1,
+                "label": "Monitor: error rate",
+                "awaited": False,
+            },
+        )
         final = f"Deployed build {n} to staging; a monitor keeps watching the error rate."
         self.finish(b, t, child, run1, final)
         self.report(b, t + b.ms(100, 300), task, "completed", "result_available", final, run1)
         self.hand_to_parent(b, t + b.ms(350, 600), parent, task, child, final)
         t = t + b.s(120, 900)
         wake = f"{child}:wake:2"
-        b.emit("wake.queued", t, {"wake": wake, "thread": child, "source": {"kind": "background", "item": item},
-                                  "outcome": "updated"})
+        b.emit(
+            "wake.queued",
+            t,
+            {
+                "wake": wake,
+                "thread": child,
+                "source": {"kind": "background", "item": item},
+                "outcome": "updated",
+            },
+        )
         b.emit("wake.delivered", t + b.ms(5, 20), {"wake": wake, "run": f"{child}:run:2"})
-        run2, t = self.run(b, t + b.ms(20, 60), child, 2, {"kind": "wake", "wake": wake}, 0, (5, 60))
+        run2, t = self.run(
+            b, t + b.ms(20, 60), child, 2, {"kind": "wake", "wake": wake}, 0, (5, 60)
+        )
         self.finish(b, t, child, run2, "Noted: error rate well under the threshold.")
-        b.emit("background.finished", t + b.s(1, 60), {"thread": child, "item": item, "status": "completed"})
+        b.emit(
+            "background.finished",
+            t + b.s(1, 60),
+            {"thread": child, "item": item, "status": "completed"},
+        )
         return task
 
     def healthy_real_failure(self, b, n, parent, title, prompt):
         task, child = self.ids(n, "dry")
         at = self.t0()
         self.delegate(b, at, task, parent, child, title, prompt, "wait")
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task},
-                           b.rng.randint(4, 8), (30, 900))
+        run1, t = self.run(
+            b,
+            at + b.ms(40, 80),
+            child,
+            1,
+            {"kind": "delegation", "task": task},
+            b.rng.randint(4, 8),
+            (30, 900),
+        )
         self.report(b, at + b.ms(300, 900), task, "running", "working")
         error = b.rng.choice(REAL_ERRORS)
         self.finish(b, t, child, run1, error, "failed", error)
@@ -322,11 +443,22 @@ class Generator:
         task, child = self.ids(n, "stale")
         at = self.t0()
         self.delegate(b, at, task, parent, child, title, prompt)
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 2, (60, 600))
+        run1, t = self.run(
+            b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task}, 2, (60, 600)
+        )
         item = f"{child}:bg:suite"
-        b.emit("background.started", t - b.s(5, 40), {"thread": child, "item": item, "kind": "command",
-                                                       "run": run1, "label": "pytest -q tests/ (long)",
-                                                       "awaited": True})
+        b.emit(
+            "background.started",
+            t - b.s(5, 40),
+            {
+                "thread": child,
+                "item": item,
+                "kind": "command",
+                "run": run1,
+                "label": "pytest -q tests/ (long)",
+                "awaited": True,
+            },
+        )
         interim = b.rng.choice(INTERIM)
         self.finish(b, t, child, run1, interim)
         self.report(b, t + b.ms(100, 300), task, "waiting", "waiting_for_children")
@@ -337,17 +469,32 @@ class Generator:
         self.report(b, gap_at, task, "completed", "result_available", interim, run1)
         self.hand_to_parent(b, gap_at + b.ms(5, 100), parent, task, child, interim)
         # ... and the wake run registered 60 ms to 3 s after the finalization.
-        run2, t = self.background_wake_run(b, gap_at + b.ms(60, 2900), child, item, 2, 1, (10, 300),
-                                           direct=b.rng.random() < 0.3)
+        run2, t = self.background_wake_run(
+            b, gap_at + b.ms(60, 2900), child, item, 2, 1, (10, 300), direct=b.rng.random() < 0.3
+        )
         if b.rng.random() < 0.3:  # run 2 starts another awaited item: a run 3 follows
             item2 = f"{child}:bg:review"
-            b.emit("background.started", t - b.s(2, 8), {"thread": child, "item": item2, "kind": "subagent",
-                                                          "run": run2, "label": "reviewer", "awaited": True})
+            b.emit(
+                "background.started",
+                t - b.s(2, 8),
+                {
+                    "thread": child,
+                    "item": item2,
+                    "kind": "subagent",
+                    "run": run2,
+                    "label": "reviewer",
+                    "awaited": True,
+                },
+            )
             self.finish(b, t, child, run2, "Suite passed. Waiting on the reviewer.")
             t = t + b.s(30, 600)
-            b.emit("background.finished", t, {"thread": child, "item": item2, "status": "completed"})
+            b.emit(
+                "background.finished", t, {"thread": child, "item": item2, "status": "completed"}
+            )
             run2, t = self.background_wake_run(b, t + b.ms(40, 300), child, item2, 3, 1, (10, 200))
-        self.finish(b, t, child, run2, f"All checks green, review addressed. PR #{n} is ready to merge.")
+        self.finish(
+            b, t, child, run2, f"All checks green, review addressed. PR #{n} is ready to merge."
+        )
         for kind in STALE_KINDS:
             self.expected.add((task, kind))
         return task
@@ -358,8 +505,15 @@ class Generator:
         task, child = self.ids(n, "flaky")
         at = self.t0()
         self.delegate(b, at, task, parent, child, title, prompt, "wait")
-        run1, t = self.run(b, at + b.ms(40, 80), child, 1, {"kind": "delegation", "task": task},
-                           b.rng.randint(2, 4), (30, 600))
+        run1, t = self.run(
+            b,
+            at + b.ms(40, 80),
+            child,
+            1,
+            {"kind": "delegation", "task": task},
+            b.rng.randint(2, 4),
+            (30, 600),
+        )
         self.report(b, at + b.ms(300, 900), task, "running", "working")
         error = b.rng.choice(TRANSIENT_ERRORS)
         self.finish(b, t, child, run1, error, "failed", error)
@@ -381,8 +535,15 @@ class Generator:
         b2 = Builder(self.events, b.rng, f"t{duplicate_n:05d}")
         dat = t2 + b.s(1, 60)
         self.delegate(b2, dat, dup, parent, dchild, title, prompt, "wait")
-        drun, dt = self.run(b2, dat + b2.ms(40, 80), dchild, 1, {"kind": "delegation", "task": dup},
-                            b2.rng.randint(4, 8), (120, 900))
+        drun, dt = self.run(
+            b2,
+            dat + b2.ms(40, 80),
+            dchild,
+            1,
+            {"kind": "delegation", "task": dup},
+            b2.rng.randint(4, 8),
+            (120, 900),
+        )
         self.report(b2, dat + b2.ms(300, 900), dup, "running", "working")
         dfinal = f"Done. Another writer had changed the files already (#{duplicate_n})."
         self.finish(b2, dt, dchild, drun, dfinal)
@@ -402,7 +563,12 @@ class Generator:
         if n_healthy < 0:
             raise ValueError("the shares add up to more than all tasks")
         plan = ["stale"] * n_stale + ["transient+dup"] * n_dup + ["transient"] * (n_trans - n_dup)
-        healthy = ["healthy_background", "healthy_long_run", "healthy_monitor", "healthy_real_failure"]
+        healthy = [
+            "healthy_background",
+            "healthy_long_run",
+            "healthy_monitor",
+            "healthy_real_failure",
+        ]
         plan += rng.choices(healthy, weights=[45, 35, 10, 10], k=n_healthy)
         rng.shuffle(plan)
         n = 0
@@ -422,7 +588,9 @@ class Generator:
         self.events.sort(key=lambda e: (e["at"], e["id"]))
         if self.events[-1]["at"] > stamp(self.end):
             raise AssertionError("an event falls after `end`")
-        return History(self.events, self.expected, self.shapes, self.parents, self.start, self.end, self.seed)
+        return History(
+            self.events, self.expected, self.shapes, self.parents, self.start, self.end, self.seed
+        )
 
 
 def generate(
@@ -445,12 +613,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--end", help="RFC 3339 time of the last possible event (default: now - 90 min)")
+    parser.add_argument(
+        "--end", help="RFC 3339 time of the last possible event (default: now - 90 min)"
+    )
+    parser.add_argument("--stale", type=float, default=0.02)
+    parser.add_argument("--transient", type=float, default=0.01)
+    parser.add_argument("--duplicate", type=float, default=0.005)
     parser.add_argument("--scenario", help="write a contract §7 scenario file here")
     parser.add_argument("--events", help="write the events as NDJSON here")
     args = parser.parse_args(argv)
     end = datetime.fromisoformat(args.end.replace("Z", "+00:00")) if args.end else None
-    history = generate(args.tasks, seed=args.seed, end=end)
+    history = generate(
+        args.tasks,
+        seed=args.seed,
+        end=end,
+        stale=args.stale,
+        transient=args.transient,
+        duplicate=args.duplicate,
+    )
     if args.scenario:
         with open(args.scenario, "w") as f:
             json.dump(history.scenario(), f, ensure_ascii=False)

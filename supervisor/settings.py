@@ -193,7 +193,13 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Time-based flags open within one interval of their time; lost evaluations are redone.
 SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
 CELERY_BEAT_SCHEDULE = {
-    "sweep": {"task": "supervisor.sweep", "schedule": SUPERVISOR_SWEEP_INTERVAL},
+    # A sweep not started within its interval is dropped: the next one does its work,
+    # and a busy worker does not pile sweeps up.
+    "sweep": {
+        "task": "supervisor.sweep",
+        "schedule": SUPERVISOR_SWEEP_INTERVAL,
+        "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
+    },
 }
 
 CHANNEL_LAYER_URL = env("CHANNEL_LAYER_URL", "")

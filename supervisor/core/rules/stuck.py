@@ -175,7 +175,8 @@ def _unstarted_wakes(
     if thread is None:
         return []
     runs = snap.runs_by_thread.get(thread, [])
-    started = {run.trigger_ref for run in snap.runs.values() if run.trigger_kind == "wake"}
+    # A run names its waking wake: only runs of this thread can have started its wakes.
+    started = {run.trigger_ref for run in runs if run.trigger_kind == "wake"}
     timeout = timedelta(seconds=settings.wake_start_timeout)
     due = []
     for wake in sorted(snap.wakes_by_target.get(thread, []), key=lambda w: w.id):
