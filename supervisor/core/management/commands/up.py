@@ -1,6 +1,7 @@
 """`make run`: migrate, make an operator login if there is none, then run the web server,
 a Celery worker and beat in the foreground; Ctrl-C stops them all."""
 
+import contextlib
 import os
 import secrets
 import signal
@@ -99,10 +100,8 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)  # leftovers of the group, if any
-            except ProcessLookupError:
-                pass
         self.stdout.write("Stopped.")
 
     def _ensure_operator(self):
