@@ -301,6 +301,31 @@
     showNotificationState();
   }
 
+  // "seconds.micro-pk": is row order a older than b (so it belongs below it)?
+  function olderThan(a, b) {
+    var x = (a || "0-0").split("-"), y = (b || "0-0").split("-");
+    var tx = parseFloat(x[0]), ty = parseFloat(y[0]);
+    return tx < ty || (tx === ty && parseInt(x[1], 10) < parseInt(y[1], 10));
+  }
+
+  // A live row whose task is not on the page is a new task: on the unfiltered first
+  // page (newest first) it goes on top; elsewhere it does not belong.
+  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+    var row = event.detail && event.detail.content;
+    var box = $("#task-rows[data-takes-new]");
+    if (!box || !row || row.tagName !== "TR" || !/^task-row-/.test(row.id || "")) return;
+    var body = box.querySelector("tbody");
+    var placeholder = body.querySelector("tr:not([id])");
+    if (placeholder) placeholder.remove();
+    // Newest first, as the server sorts: by delegation time, then id.
+    var key = row.getAttribute("data-order") || "";
+    var before = Array.prototype.find.call(body.querySelectorAll("tr[data-order]"), function (r) {
+      return olderThan(r.getAttribute("data-order"), key);
+    });
+    body.insertBefore(row, before || null);
+    htmx.process(row);
+  });
+
   document.addEventListener("htmx:wsOpen", socketOpened);
   document.addEventListener("htmx:wsClose", socketClosed);
   document.addEventListener("htmx:wsAfterMessage", afterMessage);

@@ -1,0 +1,54 @@
+"""axe-core in the browser on every page, light and dark: no serious or critical
+violation (colour contrast included).
+
+axe-core is vendored under tests/browser/vendor/axe-core (test-only, never served) and
+injected with Playwright; the context bypasses the CSP for that one inline script.
+"""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import SCHEMES, log_in, page_paths, seed, wait_for_socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+BLOCKING = {"serious", "critical"}
+RUN_AXE = """async () => {
+  const results = await axe.run(document, {resultTypes: ["violations"]});
+  return results.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({
+      target: n.target.join(" "), html: n.html.slice(0, 160), summary: n.failureSummary,
+    })),
+  }));
+}"""
+
+
+def describe(page_name: str, scheme: str, violations: list[dict]) -> list[str]:
+    lines = []
+    for v in violations:
+        for node in v["nodes"]:
+            lines.append(
+                f"[{page_name}, {scheme}] {v['id']} ({v['impact']}): {v['help']}\n"
+                f"    at {node['target']}: {node['html']}\n    {node['summary']}"
+            )
+    return lines
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_no_serious_accessibility_violations(new_page, live_app, acting_user, source, scheme):
+    seeded = seed(live_app, source)
+    page = new_page(scheme, bypass_csp=True)
+    log_in(page, acting_user, "/")
+    found = []
+    for name, path in page_paths(seeded).items():
+        page.goto(path)
+        expect(page.locator("[data-live-main]")).to_be_visible()
+        wait_for_socket(page)
+        page.add_script_tag(path=AXE)
+        violations = page.evaluate(RUN_AXE)
+        found += describe(name, scheme, [v for v in violations if v["impact"] in BLOCKING])
+    assert not found, "axe found serious or critical violations:\n" + "\n".join(found)
