@@ -392,6 +392,7 @@ class Trial:
     latencies: list[float]  # per socket, seconds from the POST to the fragment
     post_s: float  # the POST's own round trip
     frames: int  # frames the first socket got from the POST to the fragment, that one included
+    client_cpu: float  # CPU seconds this benchmark's process used meanwhile (parsing frames)
 
 
 async def trial(client: Client, listeners: list[Listener], events, finalize, tag) -> Trial:
@@ -423,6 +424,7 @@ async def trial(client: Client, listeners: list[Listener], events, finalize, tag
 
     marks = [len(listener.flags) for listener in listeners]
     frames_before = listeners[0].frames
+    cpu_before = time.process_time()
     started = time.perf_counter()
     await asyncio.to_thread(client.post_events, [final])
     post_s = time.perf_counter() - started
@@ -439,7 +441,12 @@ async def trial(client: Client, listeners: list[Listener], events, finalize, tag
         listener.first(mark, OPENED_BY_FINALIZE, url)
         for listener, mark in zip(listeners, marks, strict=True)
     ]
-    return Trial([t - started for t, _ in arrivals], post_s, arrivals[0][1] - frames_before)
+    return Trial(
+        [t - started for t, _ in arrivals],
+        post_s,
+        arrivals[0][1] - frames_before,
+        time.process_time() - cpu_before,
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -584,6 +591,16 @@ def table(results: list[Result]) -> str:
             "\nFrames a socket got from the finalizing POST to the flag's fragment, that one "
             "included (median): " + "; ".join(notes) + "."
         )
+    cpu = [
+        f"{r.setup}: {ms(statistics.median(t.client_cpu for t in r.fanout))} ms"
+        for r in results
+        if r.fanout
+    ]
+    if cpu:
+        rows.append(
+            f"CPU time of the benchmark's own client (the {results[0].sockets or ''} sockets) "
+            "from the POST until all had the fragment, median per trial: " + "; ".join(cpu) + "."
+        )
     return "\n".join(rows)
 
 
@@ -637,7 +654,8 @@ def main() -> int:
                     f"Measured {started:%Y-%m-%d %H:%M} UTC on {machine_text}. The machine has "
                     "2 cores shared with other work, and the benchmark's own client (up to "
                     f"{args.sockets} sockets in one asyncio process) runs on them too: the figures "
-                    "are noisy, and a p99 over 20 trials is the second-worst of them.",
+                    "are noisy. Percentiles are nearest-rank: the p99 of 20 trials is their "
+                    "worst, that of 200 their third-worst.",
                     f"Command: `{command.strip()}` ({args.warmup} warm-up trials not counted).",
                     text,
                     "\n".join(failures),
