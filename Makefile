@@ -7,17 +7,19 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-UV = $(shell command -v uv 2>/dev/null || (test -x var/bootstrap/bin/uv && echo var/bootstrap/bin/uv) || echo "$(PYTHON) -m uv")
-
 .PHONY: run test lint bootstrap replay clean
 
 bootstrap: $(VENV)/.synced
 
 # uv comes from PyPI into var/bootstrap when neither `uv` nor `python3 -m uv` exists.
+# One shell line: make expands a recipe before running it, so uv is found here.
 $(VENV)/.synced: pyproject.toml uv.lock
-	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || test -x var/bootstrap/bin/uv || \
-		($(PYTHON) -m venv var/bootstrap && var/bootstrap/bin/pip install --quiet uv)
-	$(UV) sync --frozen
+	@if command -v uv >/dev/null 2>&1; then uv=uv; \
+	elif $(PYTHON) -m uv --version >/dev/null 2>&1; then uv="$(PYTHON) -m uv"; \
+	else test -x var/bootstrap/bin/uv || \
+		{ $(PYTHON) -m venv var/bootstrap && var/bootstrap/bin/pip install --quiet uv; } || exit 1; \
+		uv=var/bootstrap/bin/uv; fi; \
+	echo "$$uv sync --frozen"; $$uv sync --frozen
 	@touch $@
 
 run: bootstrap

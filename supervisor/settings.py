@@ -229,6 +229,18 @@ SUPERVISOR_DETECTION = {
     "source_silence": env_int("SUPERVISOR_SOURCE_SILENCE", 900),
 }
 
+# Actions (cancel, continue, deliver), in seconds: one connector call's timeout; the
+# lease a worker holds while sending (past it, the sweep takes the action back); how
+# long a queued action waits for its message before the sweep enqueues it again;
+# retries with exponential backoff from `backoff`.
+SUPERVISOR_ACTIONS = {
+    "timeout": env_int("SUPERVISOR_ACTION_TIMEOUT", 10),
+    "lease": env_int("SUPERVISOR_ACTION_LEASE", 60),
+    "queue_grace": env_int("SUPERVISOR_ACTION_QUEUE_GRACE", 30),
+    "max_attempts": env_int("SUPERVISOR_ACTION_ATTEMPTS", 5),
+    "backoff": env_int("SUPERVISOR_ACTION_BACKOFF", 2),
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -24,12 +24,23 @@ class TokenAuth(HttpBearer):
         return source
 
 
+class BrowserSession(SessionAuth):
+    """A logged-in browser session; its unsafe requests need the CSRF token. A request
+    without the session cookie is not a browser's: no CSRF check, so a bearer token
+    tried after it gets its own answer (401/403) instead of "CSRF check failed"."""
+
+    def _get_key(self, request: HttpRequest):
+        if self.param_name not in request.COOKIES:
+            return None
+        return super()._get_key(request)
+
+
 def readers():
-    return [SessionAuth(), TokenAuth("read")]
+    return [TokenAuth("read"), BrowserSession()]
 
 
 def actors():
-    return [SessionAuth(), TokenAuth("act")]
+    return [TokenAuth("act"), BrowserSession()]
 
 
 def actor_of(request: HttpRequest, permission: str):

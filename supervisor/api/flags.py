@@ -64,7 +64,7 @@ class FlagAction(Schema):
 @router.post("/flags/{int:flag_id}", auth=actors(), summary="Acknowledge, snooze or resolve")
 def act_on_flag(request, flag_id: int, body: FlagAction):
     flag = get_object_or_404(Flag.objects.select_related("namespace"), pk=flag_id)
-    user, actor = actor_of(request, "core.change_flag")
+    user, actor = actor_of(request, "core.act")
     now = clock.now()
     try:
         if body.action == "acknowledge":

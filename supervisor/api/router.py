@@ -4,7 +4,7 @@ from django.http import Http404, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from . import events, flags, tasks
+from . import actions, events, flags, tasks
 
 api = NinjaAPI(
     title="Supervisor",
@@ -14,6 +14,8 @@ api = NinjaAPI(
     description="Events in, flags out: see docs/event-contract.md.",
 )
 api.add_router("", events.router)
+# Before tasks: its `tasks/{path}` would otherwise swallow `tasks/{id}/actions`.
+api.add_router("", actions.router)
 api.add_router("", tasks.router)
 api.add_router("", flags.router)
 

@@ -36,3 +36,22 @@ def task_summary_json(task: Task, open_flags: list[str]) -> dict:
         "reported_at": task.reported_at,
         "open_flags": sorted(open_flags),
     }
+
+
+def action_json(action) -> dict:
+    return {
+        "id": action.pk,
+        "kind": action.kind,
+        "state": action.state,
+        "task": action.task.task_id,
+        "namespace": action.task.namespace.name,
+        "run": action.run_id,
+        "target_thread": action.target_thread_id,
+        "text": action.text,
+        "reason": action.reason,
+        "actor": action.actor_name,
+        "attempts": action.attempts,
+        "last_error": action.last_error,
+        "created_at": action.created_at,
+        "finished_at": action.finished_at,
+    }

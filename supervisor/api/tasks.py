@@ -14,7 +14,7 @@ from supervisor.core.task_detail import describe_task
 
 from . import pagination
 from .auth import readers
-from .serialize import flag_json, task_summary_json
+from .serialize import action_json, flag_json, task_summary_json
 
 router = Router(tags=["tasks"], auth=readers())
 
@@ -103,15 +103,5 @@ def get_task(request: HttpRequest, task_id: str, namespace: str | None = None):
         **task_summary_json(task, [f.kind for f in flags if f.state == Flag.OPEN]),
         **detail.as_json(),
         "flags": [flag_json(f) for f in flags],
-        "actions": [
-            {
-                "id": a.pk,
-                "kind": a.kind,
-                "state": a.state,
-                "run": a.run_id,
-                "reason": a.reason,
-                "created_at": a.created_at,
-            }
-            for a in task.actions.order_by("created_at", "pk")
-        ],
+        "actions": [action_json(a) for a in task.actions.order_by("created_at", "pk")],
     }

@@ -13,6 +13,7 @@ import hashlib
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Namespace(models.Model):
@@ -38,6 +39,16 @@ class Source(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
+    # The connector that acts for this source's tasks (supervisor.connectors), and its
+    # settings (a webhook's URL and secret, say); "" when nothing can act.
+    connector = models.CharField(max_length=40, blank=True, default="")
+    connector_settings = models.JSONField(default=dict, blank=True)
+    # Supervisor's own source in a namespace: it records deliveries made by hand as
+    # events; it has no usable token and is never judged silent.
+    internal = models.BooleanField(default=False)
+
+    class Meta:
+        permissions = [("administer", "Can manage sources, tokens, users and dead letters")]
 
     def __str__(self):
         return self.name
@@ -319,25 +330,54 @@ class Flag(models.Model):
 
 
 class Action(models.Model):
-    """An operator's request to cancel, continue or deliver; performed by a worker."""
+    """An operator's request to cancel, continue or deliver; performed by a worker.
+
+    The row is the record: a worker claims it (queued -> sending, with a lease), calls
+    the connector with the idempotency key, and records the outcome; the sweep
+    re-enqueues what is left queued or sending past its time."""
 
     KINDS = ("cancel", "continue", "deliver")
-    STATES = ("queued", "sending", "succeeded", "failed")
+    QUEUED, SENDING, SUCCEEDED, FAILED = "queued", "sending", "succeeded", "failed"
+    STATES = (QUEUED, SENDING, SUCCEEDED, FAILED)
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="actions")
     kind = models.CharField(max_length=10)
+    # deliver: the run whose result is sent; cancel: the child run to stop (if known).
     run_id = models.CharField(max_length=500, null=True)
-    message = models.TextField(null=True)
+    message = models.TextField(null=True, help_text="The operator's own words, if any.")
+    text = models.TextField(null=True, help_text="The exact text sent to the thread.")
+    target_thread_id = models.CharField(max_length=500, null=True)
+    source = models.ForeignKey(
+        Source, null=True, on_delete=models.SET_NULL, related_name="+", help_text="Acts for it."
+    )
     reason = models.TextField(null=True)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
+    actor_name = models.CharField(max_length=200, default="")  # user:NAME | source:NAME
     idempotency_key = models.CharField(max_length=200, unique=True)
-    state = models.CharField(max_length=10, default="queued")
+    state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)
     last_error = models.TextField(null=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    response = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    # queued: when the sweep should enqueue it (again); sending: when its lease ends.
+    due_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        permissions = [("act", "Can cancel, continue and deliver, and act on flags")]
+        constraints = [
+            # At most one delivery of a run in flight or done: a double click, two
+            # operators and a sweep retry still send once; a failed one may be retried.
+            models.UniqueConstraint(
+                fields=["task", "run_id"],
+                condition=Q(kind="deliver", state__in=["queued", "sending", "succeeded"]),
+                name="action_one_delivery",
+            )
+        ]
+        indexes = [models.Index(fields=["state", "due_at"], name="action_due")]
 
 
 class Change(models.Model):

@@ -21,7 +21,7 @@ def evaluate_sources(now: datetime) -> None:
         .values_list("namespace_id")
         .annotate(n=Count("pk"))
     )
-    sources = list(Source.objects.filter(revoked_at__isnull=True))
+    sources = list(Source.objects.filter(revoked_at__isnull=True, internal=False))
     views = [
         source_silent.SourceView(
             name=source.name,

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.db.models import F, Q
 
+from .actions import requeue_due_actions
 from .evaluate import evaluate
 from .models import Task, Thread
 from .source_silence import evaluate_sources
@@ -45,4 +46,5 @@ def sweep(now: datetime, namespace_id: int | None = None) -> int:
             count += len(chunk_tasks) + len(chunk_threads)
     if namespace_id is None:
         evaluate_sources(now)
+        requeue_due_actions(now)
     return count

@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import transaction
 
-from . import clock
+from . import actions, clock
 from .evaluate import evaluate
 from .ingest import IngestResult
 from .sweep import sweep
@@ -22,6 +22,11 @@ def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[st
 @shared_task(name="supervisor.sweep", acks_late=True, soft_time_limit=240, time_limit=300)
 def sweep_due() -> int:
     return sweep(clock.now())
+
+
+@shared_task(name="supervisor.perform_action", acks_late=True, soft_time_limit=60, time_limit=90)
+def perform_action(action_id: int) -> str:
+    return actions.perform(action_id)
 
 
 def evaluate_after_commit(namespace_id: int, result: IngestResult) -> None:

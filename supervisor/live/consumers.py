@@ -42,7 +42,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.view not in VIEWS:
             await self.close(code=4400)
             return
-        self.can_act = await database_sync_to_async(user.has_perm)("core.change_flag")
+        self.can_act = await database_sync_to_async(user.has_perm)("core.act")
         self.cursor: int | None = None
         self.live = False
         self.waiting: list[dict] = []

@@ -60,14 +60,15 @@ def new_task_notice(count: int) -> str:
 
 def task_detail(task_pk: int, can_act: bool) -> list[str]:
     """The task page's parts: header (status), results (given vs latest, with the diff),
-    flags (with action forms when `can_act`), timeline. Empty when the task is not known."""
+    actions (suggested ones and their outcomes), flags (with action forms when
+    `can_act`), timeline. Empty when the task is not known."""
     task = page_data.known_task(task_pk)
     if task is None:
         return []
     context = page_data.task_detail_context(task, can_act)
     return [
         _render(f"web/task_detail.html#{part}", context)
-        for part in ("header", "results", "flags", "timeline")
+        for part in ("header", "results", "actions", "flags", "timeline")
     ]
 
 

@@ -26,7 +26,7 @@ from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
 
-from .flag_words import words_for
+from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
@@ -119,7 +119,9 @@ def overview_context(can_act: bool) -> dict:
         _tasks().filter(~_open_flags_exist()).order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
     )
     sources = list(
-        Source.objects.filter(revoked_at__isnull=True).select_related("namespace").order_by("name")
+        Source.objects.filter(revoked_at__isnull=True, internal=False)
+        .select_related("namespace")
+        .order_by("name")
     )
     other_flags = list(
         open_flags.filter(subject_type__in=("source", "thread")).order_by("-opened_at", "-pk")
@@ -215,7 +217,7 @@ def task_list_context(params) -> dict:
         "next_cursor": next_cursor,
         "next_query": urlencode({**active, "cursor": next_cursor or ""}),
         "paged": bool(cursor),
-        "sources": Source.objects.filter(revoked_at__isnull=True).order_by("name"),
+        "sources": Source.objects.filter(revoked_at__isnull=True, internal=False).order_by("name"),
     }
 
 
@@ -319,7 +321,9 @@ def _timeline(snap, view, detail, actions) -> list[Step]:
         step = Step(
             action.created_at,
             f"action.{action.kind}",
-            f"{action.kind} asked" + (f": {action.reason}" if action.reason else ""),
+            f"{action.kind} asked by {action.actor_name or 'someone'}"
+            + (f" for run {action.run_id}" if action.run_id else "")
+            + (f": {action.reason}" if action.reason else ""),
             str(action.pk),
             why=f"{action.state}" + (f" ({action.last_error})" if action.last_error else ""),
         )
@@ -347,6 +351,27 @@ def _handed(snap, view, latest: str | None) -> list[dict]:
     return handed
 
 
+ACTION_LABELS = {
+    DELIVER: "Deliver the latest result",
+    CONTINUE: "Continue the child",
+    CANCEL: "Cancel the task",
+}
+
+
+def suggested_actions(open_flags: list[Flag]) -> list[dict]:
+    """The actions the open flags call for (flag_words), each with the flags behind it."""
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for flag in open_flags:
+        action = words_for(flag.kind).action
+        if action in ACTION_LABELS:
+            by_kind[action].append(flag.kind)
+    return [
+        {"kind": kind, "label": ACTION_LABELS[kind], "flags": sorted(set(by_kind[kind]))}
+        for kind in (DELIVER, CONTINUE, CANCEL)
+        if kind in by_kind
+    ]
+
+
 def task_detail_context(task: Task, can_act: bool) -> dict:
     snap = load_for_task(task)
     detail = describe_task(task, snap)
@@ -360,6 +385,9 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "flags": [flag_entry(f) for f in flags],
         "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
+        "actions": actions[::-1],
+        "suggested": suggested_actions([f for f in flags if f.state == Flag.OPEN]),
+        "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
     }

@@ -28,7 +28,7 @@ from supervisor.core.models import Flag, Task, Thread
 from . import page_data
 from .page_data import SNOOZE_CHOICES
 
-ACT_PERMISSION = "core.change_flag"
+ACT_PERMISSION = "core.act"
 
 
 def can_act(user) -> bool:

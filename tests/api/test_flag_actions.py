@@ -155,7 +155,7 @@ def test_a_logged_in_viewer_may_not_act(client, operator, flag):
 
 
 def test_a_logged_in_operator_acts_with_the_csrf_token(operator, flag):
-    operator.user_permissions.add(Permission.objects.get(codename="change_flag"))
+    operator.user_permissions.add(Permission.objects.get(codename="act"))
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
     assert act(client, flag, action="acknowledge").status_code == 403  # no CSRF token

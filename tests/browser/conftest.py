@@ -218,7 +218,7 @@ def new_page(browser, live_app):
 @pytest.fixture
 def acting_user(transactional_db, django_user_model):
     user = django_user_model.objects.create_user("operator", password=PASSWORD)
-    user.user_permissions.add(Permission.objects.get(codename="change_flag"))
+    user.user_permissions.add(Permission.objects.get(codename="act"))
     return user
 
 

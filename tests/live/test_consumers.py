@@ -115,7 +115,7 @@ async def test_a_flag_opened_by_a_celery_worker_reaches_a_subscribed_socket(cook
 
 
 async def test_an_operator_socket_gets_the_action_forms(operator, source):
-    permission = await sync_to_async(Permission.objects.get)(codename="change_flag")
+    permission = await sync_to_async(Permission.objects.get)(codename="act")
     await sync_to_async(operator.user_permissions.add)(permission)
     cookie = await sync_to_async(session_cookie)(operator)
     await sync_to_async(apply_events)(source, SEED000)

@@ -23,7 +23,7 @@ def viewer(operator):
 
 @pytest.fixture
 def acting(operator):
-    operator.user_permissions.add(Permission.objects.get(codename="change_flag"))
+    operator.user_permissions.add(Permission.objects.get(codename="act"))
     return operator
 
 

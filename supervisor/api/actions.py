@@ -1,0 +1,143 @@
+"""POST /api/v1/tasks/{id}/actions (contract §6) and bulk actions by filter.
+
+A token acts only on its own namespace's tasks; a session needs the `core.act`
+permission. An `Idempotency-Key` header makes a retried request return the first
+action instead of asking twice.
+"""
+
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+from ninja.errors import HttpError
+
+from supervisor.core.actions import ActionRefused, do_request_action, preview_action
+from supervisor.core.models import Flag
+
+from .auth import actor_of, actors
+from .serialize import action_json
+from .tasks import find_task, task_queryset
+
+router = Router(tags=["actions"], auth=actors())
+
+ACT_PERMISSION = "core.act"
+BULK_LIMIT = 500
+
+
+class ActionRequest(Schema):
+    kind: Literal["cancel", "continue", "deliver"]
+    message: str | None = None
+    run: str | None = None
+    reason: str | None = None
+
+
+def _namespace_for(request: HttpRequest, namespace: str | None) -> str | None:
+    source = getattr(request, "source", None)
+    if source is None:
+        return namespace
+    if namespace and namespace != source.namespace.name:
+        raise HttpError(404, f"this token acts only in namespace {source.namespace.name!r}")
+    return source.namespace.name
+
+
+@router.post(
+    "/tasks/{path:task_id}/actions",
+    response={202: dict},
+    summary="Cancel, continue or deliver (202 with the action's id and state)",
+)
+def request_action(
+    request: HttpRequest, task_id: str, body: ActionRequest, namespace: str | None = None
+):
+    user, actor = actor_of(request, ACT_PERMISSION)
+    task = find_task(task_id, _namespace_for(request, namespace))
+    key = request.headers.get("Idempotency-Key") or None
+    if key is not None and not (1 <= len(key) <= 200):
+        raise HttpError(400, "Idempotency-Key must be 1 to 200 characters")
+    try:
+        action, _created = do_request_action(
+            task,
+            body.kind,
+            actor=actor,
+            user=user,
+            run=body.run,
+            message=body.message,
+            reason=body.reason,
+            key=key,
+        )
+    except ActionRefused as exc:
+        raise HttpError(exc.status, str(exc)) from None
+    return Status(202, action_json(action))
+
+
+class BulkFilter(Schema):
+    flag: str | None = None
+    state: Literal["open", "resolved"] | None = None
+    status: str | None = None
+    q: str | None = None
+    namespace: str | None = None
+
+
+class BulkRequest(Schema):
+    kind: Literal["cancel", "continue", "deliver"]
+    filter: BulkFilter
+    reason: str | None = None
+    message: str | None = None
+    confirm: bool = False
+    # With confirm: the count the operator saw; if the filter now matches a different
+    # number of tasks, nothing is done (409) and the new count is returned.
+    expected: int | None = None
+
+
+@router.post(
+    "/actions/bulk", summary="Preview (count) or perform one action on every matching task"
+)
+def bulk_action(request: HttpRequest, body: BulkRequest):
+    user, actor = actor_of(request, ACT_PERMISSION)
+    f = body.filter
+    if not any((f.flag, f.state, f.status, f.q, f.namespace)):
+        raise HttpError(
+            400,
+            "give a filter (flag, state, status, q or namespace); "
+            "bulk actions on every task are not allowed",
+        )
+    tasks = task_queryset(
+        flag=f.flag,
+        state=f.state or (Flag.OPEN if f.flag else None),
+        status=f.status,
+        q=f.q,
+        namespace=_namespace_for(request, f.namespace),
+    ).order_by("-delegated_at", "-pk")
+    count = tasks.count()
+    if count > BULK_LIMIT:
+        raise HttpError(400, f"{count} tasks match; narrow the filter to at most {BULK_LIMIT}")
+    if not body.confirm:
+        sample = list(tasks[:20])
+        return {
+            "kind": body.kind,
+            "count": count,
+            "sample": [
+                {
+                    "task": t.task_id,
+                    "namespace": t.namespace.name,
+                    "refusal": preview_action(t, body.kind).refusal,
+                }
+                for t in sample
+            ],
+        }
+    if body.expected is not None and body.expected != count:
+        raise HttpError(
+            409, f"the filter now matches {count} tasks, not {body.expected}; preview again"
+        )
+    created, refused = [], []
+    for task in tasks:
+        try:
+            action, _ = do_request_action(
+                task, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
+            )
+        except ActionRefused as exc:
+            refused.append(
+                {"task": task.task_id, "namespace": task.namespace.name, "error": str(exc)}
+            )
+        else:
+            created.append(action_json(action))
+    return {"kind": body.kind, "count": count, "actions": created, "refused": refused}

@@ -1,0 +1,101 @@
+"""What every connector offers: send a message to a thread, stop a thread's running
+work, and say which of these it can do.
+
+A connector is bound to a source (`Source.connector` names it, `Source.connector_settings`
+configures it) and acts for that source's tasks. It is called by a worker with an
+`Outgoing` that carries the action's idempotency key: the same key sent twice must be
+taken once by the orchestrator (or the receiver), since a worker killed after sending
+and before recording success sends again.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    message: bool  # can send a message to a thread (continue, deliver)
+    stop: bool  # can stop a thread's running work (cancel)
+
+    def allows(self, kind: str) -> bool:
+        return self.stop if kind == "cancel" else self.message
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One action as the orchestrator should see it."""
+
+    action_id: int
+    kind: str  # cancel | continue | deliver
+    idempotency_key: str
+    namespace: str
+    task_id: str
+    task_title: str
+    thread_id: str  # the target: the parent for deliver, the child for continue and cancel
+    run_id: str | None  # deliver: the run whose result is sent; cancel: the run to stop
+    text: str | None  # the exact message (deliver and continue); None for cancel
+    actor: str  # user:NAME | source:NAME
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What the orchestrator answered when it took the action."""
+
+    status: str  # "200", "ok", ...
+    detail: str = ""  # an excerpt of its answer, for the audit trail
+    duplicate: bool = False  # it had taken this idempotency key before
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail[:2000], "duplicate": self.duplicate}
+
+
+class ConnectorError(Exception):
+    """The orchestrator did not take the action. `retryable` says whether trying again
+    later may help (a timeout, a 503) or not (a refusal, bad settings)."""
+
+    def __init__(self, message: str, *, retryable: bool, detail: str = ""):
+        super().__init__(message)
+        self.retryable = retryable
+        self.detail = detail
+
+
+class SettingsError(ValueError):
+    """A connector's settings are wrong; the message names the field and the problem."""
+
+
+class Connector(ABC):
+    name: ClassVar[str]
+    label: ClassVar[str]  # for people: "Webhook", "Simulated orchestrator"
+
+    def __init__(self, source, settings: dict[str, Any]):
+        self.source = source
+        self.settings = self.check_settings(settings)
+
+    @classmethod
+    @abstractmethod
+    def check_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """The settings, validated and with defaults; SettingsError when they are wrong."""
+
+    @abstractmethod
+    def capabilities(self) -> Capabilities: ...
+
+    @abstractmethod
+    def send_message(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        """Send `outgoing.text` to `outgoing.thread_id` (continue, deliver)."""
+
+    @abstractmethod
+    def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        """Stop the running work of `outgoing.thread_id` (cancel)."""
+
+    def perform(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        if outgoing.kind == "cancel":
+            return self.stop_run(outgoing, timeout=timeout)
+        return self.send_message(outgoing, timeout=timeout)

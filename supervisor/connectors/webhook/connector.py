@@ -1,0 +1,146 @@
+"""The webhook connector: each action is POSTed, signed, to a URL the operator chose; the
+receiver decides what to do with it (message a thread, stop its work).
+
+Body: `{"type": "supervisor.action", "action": Outgoing.as_json()}` as compact JSON with
+sorted keys, in UTF-8. Headers: `Supervisor-Signature` (see `signing`), `Idempotency-Key`
+(the receiver must take a key once), `User-Agent: Supervisor-webhook/1`, and any
+configured in the settings.
+
+One call is one attempt: the Celery task that calls it retries with backoff, guided by
+`ConnectorError.retryable`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from . import settings as webhook_settings
+from . import signing
+
+USER_AGENT = "Supervisor-webhook/1"
+DETAIL_LIMIT = 2000
+# Enough for any sensible answer; a receiver streaming megabytes does not fill our memory.
+READ_LIMIT = 64 * 1024
+# Statuses that say "not now" rather than "no": trying again later may succeed.
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    # A redirect would re-send a signed action somewhere the operator did not configure.
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+# No ProxyHandler from the environment: a signed action goes straight to the configured URL.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
+
+
+class WebhookConnector(Connector):
+    name = "webhook"
+    label = "Webhook"
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        return webhook_settings.check_settings(settings)
+
+    def capabilities(self) -> Capabilities:
+        # The receiver decides what each action means for its orchestrator.
+        return Capabilities(message=True, stop=True)
+
+    def send_message(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        return self.post(outgoing, timeout=timeout)
+
+    def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        return self.post(outgoing, timeout=timeout)
+
+    def post(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        """POST `outgoing` once; a Receipt on 2xx, ConnectorError otherwise."""
+        url = self.settings["url"]
+        # The caller's budget (its task time limit) and the operator's limit both hold.
+        timeout = min(timeout, self.settings["timeout"])
+        body = encode(outgoing)
+        request = urllib.request.Request(url, data=body, method="POST")
+        for name, value in self.settings["headers"].items():
+            request.add_header(name, value)
+        request.add_header("Content-Type", "application/json")
+        request.add_header("User-Agent", USER_AGENT)
+        request.add_header(signing.IDEMPOTENCY_HEADER, outgoing.idempotency_key)
+        # Real time, not core.clock: the receiver checks the timestamp against its own clock.
+        request.add_header(signing.HEADER, signing.sign(self.settings["secret"], body))
+        try:
+            with _opener.open(request, timeout=timeout) as response:
+                return receipt(response.status, read_text(response))
+        except urllib.error.HTTPError as exc:
+            with exc:  # it holds the connection open until closed
+                raise refusal(exc.code, read_text(exc)) from None
+        except urllib.error.URLError as exc:
+            raise unreachable(url, exc.reason, timeout, connected=False) from None
+        except (OSError, http.client.HTTPException) as exc:
+            # Raised past urllib's wrapping while waiting for or reading the answer.
+            raise unreachable(url, exc, timeout, connected=True) from None
+
+
+def encode(outgoing: Outgoing) -> bytes:
+    document = {"type": "supervisor.action", "action": outgoing.as_json()}
+    return json.dumps(document, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def read_text(response) -> str:
+    try:
+        return response.read(READ_LIMIT).decode("utf-8", errors="replace")
+    except (OSError, http.client.HTTPException):
+        return ""
+
+
+def receipt(status: int, text: str) -> Receipt:
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    duplicate = bool(answer.get("duplicate")) if isinstance(answer, dict) else False
+    return Receipt(status=str(status), detail=text[:DETAIL_LIMIT], duplicate=duplicate)
+
+
+def refusal(status: int, text: str) -> ConnectorError:
+    excerpt = text[:DETAIL_LIMIT]
+    if 300 <= status < 400:
+        return ConnectorError(
+            f"webhook answered {status}, a redirect, which is not followed: "
+            f"set the url to where the receiver really is",
+            retryable=False,
+            detail=excerpt,
+        )
+    retryable = status >= 500 or status in RETRYABLE_STATUSES
+    return ConnectorError(
+        f"webhook answered {status}: {excerpt[:200].strip() or '(empty body)'}",
+        retryable=retryable,
+        detail=excerpt,
+    )
+
+
+def unreachable(url: str, reason: object, timeout: float, *, connected: bool) -> ConnectorError:
+    # Retryable even when the request may have arrived: the receiver dedupes by key.
+    if isinstance(reason, TimeoutError):
+        return ConnectorError(f"webhook timed out after {timeout:g} s", retryable=True)
+    why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    if connected:
+        return ConnectorError(f"lost the connection to {where(url)}: {why}", retryable=True)
+    return ConnectorError(f"could not connect to {where(url)}: {why}", retryable=True)
+
+
+def where(url: str) -> str:
+    """`url` without credentials or query string, which may hold secrets."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"

@@ -1,0 +1,110 @@
+"""The webhook connector's settings: where to POST, the secret that signs each body,
+how long to wait for an answer, and any extra headers the receiver wants.
+
+Example: `{"url": "https://hooks.example.com/supervisor", "secret": "0123456789abcdef",
+"timeout": 5, "headers": {"X-Team": "agents"}}`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..base import SettingsError
+from . import signing
+
+# The connector sets these itself; letting settings replace them would break signing,
+# deduplication or the body's parsing at the receiver.
+RESERVED_HEADERS = frozenset(
+    h.lower()
+    for h in ("Content-Type", "Content-Length", "Host", signing.HEADER, signing.IDEMPOTENCY_HEADER)
+)
+# RFC 9110 token characters: anything else in a header name is refused by http.client.
+HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+class WebhookSettings(BaseModel):
+    # Unknown keys are refused: a misspelt "timout" would otherwise be silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    secret: str
+    timeout: float = 10
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        try:
+            parts = urlsplit(url)
+            host, _ = parts.hostname, parts.port  # .port raises on a bad or out-of-range port
+        except ValueError as exc:
+            raise ValueError(f"is not a valid URL ({exc})") from None
+        if not host:
+            raise ValueError("names no host")
+        if any(c.isspace() for c in url):
+            raise ValueError("must not contain spaces")
+        return url
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, secret: str) -> str:
+        if len(secret) < 16:
+            raise ValueError(f"must be at least 16 characters (it has {len(secret)})")
+        return secret
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, timeout: Any) -> Any:
+        # bool is an int to Python; `"timeout": true` is a mistake, not one second.
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise ValueError("must be a number of seconds")
+        if not 1 <= timeout <= 60:
+            raise ValueError(f"must be between 1 and 60 seconds (got {timeout})")
+        return timeout
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not HEADER_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid header name")
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"{name} is set by the connector and cannot be configured")
+            # A line break in a value would let settings smuggle in another header.
+            if "\r" in value or "\n" in value:
+                raise ValueError(f"the value of {name} must not contain a line break")
+        return headers
+
+
+def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings, validated and with defaults; SettingsError naming the first wrong field."""
+    if not isinstance(settings, dict):
+        raise SettingsError("settings: must be an object with url and secret")
+    try:
+        return WebhookSettings.model_validate(settings).model_dump()
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in error["loc"]) or "settings"
+        raise SettingsError(f"{field}: {_problem(error)}") from None
+
+
+def _problem(error: dict[str, Any]) -> str:
+    match error["type"]:
+        case "missing":
+            return "is required"
+        case "extra_forbidden":
+            return "is not a webhook setting (known: url, secret, timeout, headers)"
+        case "value_error":
+            return str(error["ctx"]["error"])
+        case "string_type":
+            return "must be a string"
+        case "dict_type":
+            return "must be an object of header names to values"
+        case _:
+            return error["msg"][:1].lower() + error["msg"][1:]

@@ -1,0 +1,517 @@
+"""Operators' actions on a task: cancel, continue, deliver.
+
+A request becomes an `Action` row (with a preview first: the exact text, the target
+thread, what else it affects); a worker performs it through the task's connector. The
+row is the record: claiming is a compare-and-swap with a lease, the connector gets the
+action's idempotency key, and the sweep re-enqueues what is left queued or whose lease
+ran out. A delivery is at most once per (task, run) by a partial unique constraint.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+
+from supervisor.connectors.base import ConnectorError, Outgoing, Receipt, SettingsError
+from supervisor.connectors.registry import connector_for
+
+from . import clock, ownership
+from .ingest import apply_events
+from .loader import load_for_task
+from .models import Action, Change, IngestedEvent, Source, Task
+
+log = logging.getLogger(__name__)
+
+KINDS = Action.KINDS
+LIVE_DELIVERY_STATES = (Action.QUEUED, Action.SENDING, Action.SUCCEEDED)
+SUPERVISOR_ENV = "supervisor"  # the environment of Supervisor's own events (its clock)
+
+
+def config() -> dict:
+    return settings.SUPERVISOR_ACTIONS
+
+
+class ActionRefused(Exception):
+    """The action cannot be asked for: `status` 400 (a bad request) or 409 (the task's
+    state forbids it: already delivered, nothing to stop, no connector)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Preview:
+    """What an action would do, shown before it is confirmed."""
+
+    kind: str
+    task: Task
+    target_thread: str | None = None
+    run: str | None = None
+    text: str | None = None
+    source: Source | None = None
+    connector_label: str = ""
+    affects: list[str] = field(default_factory=list)
+    refusal: str | None = None  # why it cannot be done; None when it can
+    status: int = 409
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None
+
+
+# --- preview ------------------------------------------------------------------------
+
+
+def acting_source(task: Task) -> Source | None:
+    """The source that acts for a task: the one that told us of its delegation, when
+    it has a connector; otherwise the first in the namespace that has one."""
+    sources = list(
+        Source.objects.filter(
+            namespace_id=task.namespace_id, internal=False, revoked_at__isnull=True
+        )
+        .exclude(connector="")
+        .order_by("name")
+    )
+    if len(sources) > 1 and task.delegated_event:
+        told = set(
+            IngestedEvent.objects.filter(
+                source__in=sources, event_id=task.delegated_event, type="task.delegated"
+            ).values_list("source_id", flat=True)
+        )
+        sources.sort(key=lambda s: s.pk not in told)
+    return sources[0] if sources else None
+
+
+def delivery_text(task: Task, run_id: str, summary: str) -> str:
+    """The delivered text: a header the parent (and contract §4) can tell apart, then
+    the result exactly as the child wrote it."""
+    title = task.title or task.task_id
+    return (
+        f"[Result of task “{title}” ({task.task_id}), run {run_id}, "
+        f"delivered by hand via Supervisor]\n\n{summary}"
+    )
+
+
+def continue_text(task: Task, message: str | None) -> str:
+    if message and message.strip():
+        return message.strip()
+    title = task.title or task.task_id
+    return (
+        f"Continue the task “{title}” ({task.task_id}) from where you stopped: the error "
+        "was a passing one. Report the result when you are done."
+    )
+
+
+def preview_action(
+    task: Task, kind: str, *, run: str | None = None, message: str | None = None
+) -> Preview:
+    """What `kind` would send, where, and what else it affects; `refusal` says why not."""
+    preview = Preview(kind=kind, task=task)
+    if kind not in KINDS:
+        preview.refusal, preview.status = (
+            f"unknown action {kind!r}; choose from {', '.join(KINDS)}",
+            400,
+        )
+        return preview
+    snap = load_for_task(task)
+    view = snap.tasks[task.task_id]
+    child = ownership.child_thread(snap, view)
+    if kind == "deliver":
+        _preview_deliver(preview, snap, view, run)
+    elif kind == "continue":
+        _preview_continue(preview, child, message)
+    else:
+        _preview_cancel(preview, snap, view, child, run)
+    if preview.refusal:
+        return preview
+    _bind_connector(preview)
+    return preview
+
+
+def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
+    task = preview.task
+    if not task.parent_thread_id:
+        preview.refusal = "the task's parent thread is not known: there is nobody to deliver to"
+        return
+    owned = {r.id: r for r in ownership.owned_runs(snap, view)}
+    if run is None:
+        latest = ownership.latest_result_run(snap, view)
+        if latest is None:
+            preview.refusal = "no owned run of this task has finished with a result yet"
+            return
+        run = latest.id
+    chosen = owned.get(run)
+    if chosen is None:
+        preview.refusal, preview.status = f"run {run!r} is not owned by task {task.task_id}", 400
+        return
+    if not chosen.finished or chosen.summary is None:
+        preview.refusal = f"run {run} has not finished with a result yet"
+        return
+    done = (
+        Action.objects.filter(task=task, kind="deliver", run_id=run, state__in=LIVE_DELIVERY_STATES)
+        .order_by("pk")
+        .first()
+    )
+    if done is not None:
+        preview.refusal = (
+            f"run {run} of this task was already delivered by hand (action {done.pk}, {done.state})"
+        )
+        return
+    preview.run = run
+    preview.target_thread = task.parent_thread.thread_id
+    preview.text = delivery_text(task, run, chosen.summary)
+    preview.affects.append(
+        f"The parent thread {preview.target_thread} is woken with this text "
+        "(the orchestrator starts a run of it)."
+    )
+    if ownership.has_reached_parent(snap, view, chosen.summary):
+        preview.affects.append("This result has already reached the parent once.")
+    open_kinds = sorted(
+        task.flags.filter(
+            state="open",
+            kind__in=("stale_result", "undelivered_result", "premature_completion"),
+        ).values_list("kind", flat=True)
+    )
+    if open_kinds:
+        preview.affects.append(
+            "Once the delivery is confirmed it is recorded as a manual wake; open flags "
+            f"it answers: {', '.join(open_kinds)}."
+        )
+
+
+def _preview_continue(preview: Preview, child: str | None, message: str | None) -> None:
+    if child is None:
+        preview.refusal = "the task's child thread is not known yet: there is nothing to continue"
+        return
+    preview.target_thread = child
+    preview.text = continue_text(preview.task, message)
+    preview.affects.append(
+        f"The child thread {child} gets this message and starts a new run; a run started "
+        "by a message is a follow-up (contract §4), so its result is not this task's."
+    )
+
+
+def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | None) -> None:
+    if child is None:
+        preview.refusal = "the task's child thread is not known yet: there is nothing to stop"
+        return
+    running = [r for r in snap.runs.values() if r.thread == child and not r.finished]
+    if run is not None and run not in {r.id for r in running}:
+        preview.refusal = f"run {run!r} is not a running run of the child thread {child}"
+        return
+    if run is None and running:
+        run = max(running, key=lambda r: (r.ordinal or 0, r.id)).id
+    preview.run = run
+    preview.target_thread = child
+    if run:
+        preview.affects.append(f"Run {run} of the child thread {child} is stopped.")
+    else:
+        preview.affects.append(
+            f"No run of the child thread {child} is known to be running; the orchestrator "
+            "is asked to stop the thread's work anyway."
+        )
+    if preview.task.status not in ("cancelled", "interrupted"):
+        preview.affects.append("The orchestrator should then report the task cancelled.")
+
+
+def _bind_connector(preview: Preview) -> None:
+    source = acting_source(preview.task)
+    if source is None:
+        preview.refusal = (
+            f"no source of namespace {preview.task.namespace.name!r} has a connector: bind "
+            "one (Sources page) so Supervisor can act"
+        )
+        return
+    try:
+        connector = connector_for(source)
+    except SettingsError as exc:
+        preview.refusal = f"source {source.name}'s connector is misconfigured: {exc}"
+        return
+    if not connector.capabilities().allows(preview.kind):
+        what = "stop runs" if preview.kind == "cancel" else "send messages"
+        preview.refusal = f"the {connector.label} connector of {source.name} cannot {what}"
+        return
+    preview.source, preview.connector_label = source, connector.label
+
+
+# --- request ------------------------------------------------------------------------
+
+
+def _change(action: Action, kind: str, now: datetime, **details) -> None:
+    Change.objects.create(
+        at=now,
+        namespace_id=action.task.namespace_id,
+        kind=kind,
+        subject_type="task",
+        subject_id=action.task.task_id,
+        payload={
+            "action": action.pk,
+            "kind": action.kind,
+            "state": action.state,
+            "actor": action.actor_name,
+            "reason": action.reason,
+            **details,
+        },
+    )
+
+
+def do_request_action(
+    task: Task,
+    kind: str,
+    *,
+    actor: str,
+    user=None,
+    run: str | None = None,
+    message: str | None = None,
+    reason: str | None = None,
+    key: str | None = None,
+) -> tuple[Action, bool]:
+    """Record an action and enqueue it; (action, created). The same idempotency key
+    again returns the first action; a second delivery of a run is refused (409)."""
+    if key:
+        existing = Action.objects.filter(idempotency_key=key).select_related("task").first()
+        if existing is not None:
+            return _same_request(existing, task, kind), False
+    preview = preview_action(task, kind, run=run, message=message)
+    if preview.refusal:
+        raise ActionRefused(preview.status, preview.refusal)
+    now = clock.now()
+    action = Action(
+        task=task,
+        kind=kind,
+        run_id=preview.run,
+        message=(message or "").strip() or None,
+        text=preview.text,
+        target_thread_id=preview.target_thread,
+        source=preview.source,
+        reason=(reason or "").strip() or None,
+        actor=user,
+        actor_name=actor,
+        idempotency_key=key or f"sup-{uuid.uuid4().hex}",
+        state=Action.QUEUED,
+        created_at=now,
+        updated_at=now,
+        due_at=now + timedelta(seconds=config()["queue_grace"]),
+    )
+    try:
+        with transaction.atomic():
+            action.save()
+            _change(action, "action.requested", now)
+            transaction.on_commit(lambda: _enqueue(action.pk))
+    except IntegrityError:
+        if key:
+            existing = Action.objects.filter(idempotency_key=key).select_related("task").first()
+            if existing is not None:
+                return _same_request(existing, task, kind), False
+        if kind == "deliver":
+            raise ActionRefused(
+                409,
+                f"run {preview.run} of this task is already being delivered or was delivered "
+                "by hand (another request won)",
+            ) from None
+        raise
+    return action, True
+
+
+def _same_request(existing: Action, task: Task, kind: str) -> Action:
+    if existing.task_id != task.pk or existing.kind != kind:
+        raise ActionRefused(409, "this idempotency key was used for another action; use a new key")
+    return existing
+
+
+def _enqueue(action_id: int, countdown: float | None = None) -> None:
+    from .tasks import perform_action
+
+    if countdown:
+        perform_action.apply_async((action_id,), countdown=countdown)
+    else:
+        perform_action.delay(action_id)
+
+
+# --- perform ------------------------------------------------------------------------
+
+
+def do_claim_action(action_id: int, now: datetime) -> Action | None:
+    """queued -> sending (or a sending one whose lease ran out: its worker died), with
+    a new lease; None when someone else holds it or it is finished."""
+    lease = timedelta(seconds=config()["lease"])
+    with transaction.atomic():
+        claimed = (
+            Action.objects.filter(pk=action_id)
+            .filter(Q(state=Action.QUEUED) | Q(state=Action.SENDING, due_at__lte=now))
+            .update(
+                state=Action.SENDING,
+                attempts=F("attempts") + 1,
+                due_at=now + lease,
+                updated_at=now,
+            )
+        )
+        if not claimed:
+            return None
+        action = Action.objects.select_related("task__namespace", "source").get(pk=action_id)
+        _change(action, "action.sending", now, attempt=action.attempts)
+    return action
+
+
+def outgoing_for(action: Action) -> Outgoing:
+    task = action.task
+    return Outgoing(
+        action_id=action.pk,
+        kind=action.kind,
+        idempotency_key=action.idempotency_key,
+        namespace=task.namespace.name,
+        task_id=task.task_id,
+        task_title=task.title,
+        thread_id=action.target_thread_id or "",
+        run_id=action.run_id,
+        text=action.text,
+        actor=action.actor_name,
+        reason=action.reason,
+    )
+
+
+def perform(action_id: int) -> str:
+    """Claim the action, send it through its connector once, record what happened.
+    Returns the state it was left in (or "skipped" when it was not ours to send)."""
+    action = do_claim_action(action_id, clock.now())
+    if action is None:
+        return "skipped"
+    try:
+        if action.source is None:
+            raise SettingsError("the source that was to act for this task is gone")
+        connector = connector_for(action.source)
+        if connector is None:
+            raise SettingsError(f"source {action.source.name} no longer has a connector")
+        receipt = connector.perform(outgoing_for(action), timeout=config()["timeout"])
+    except SettingsError as exc:
+        return do_record_failure(action, str(exc), clock.now(), retryable=False)
+    except ConnectorError as exc:
+        return do_record_failure(
+            action, str(exc), clock.now(), retryable=exc.retryable, detail=exc.detail
+        )
+    except Exception as exc:  # a bug or an unexpected answer: keep the row honest
+        log.exception("action %s: connector failed", action_id)
+        return do_record_failure(action, f"unexpected error: {exc}", clock.now(), retryable=True)
+    return do_record_success(action, receipt, clock.now())
+
+
+def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
+    with transaction.atomic():
+        done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
+            state=Action.SUCCEEDED,
+            response=receipt.as_json(),
+            last_error=None,
+            finished_at=now,
+            updated_at=now,
+        )
+        if not done:  # another worker finished it first (its lease had run out)
+            return Action.objects.get(pk=action.pk).state
+        action.state = Action.SUCCEEDED
+        _change(action, "action.succeeded", now, duplicate=receipt.duplicate)
+        if action.kind == "deliver":
+            record_delivery(action, now)
+    return Action.SUCCEEDED
+
+
+def do_record_failure(
+    action: Action, error: str, now: datetime, *, retryable: bool, detail: str = ""
+) -> str:
+    """Retry later with backoff while attempts remain and it may help; else failed."""
+    cfg = config()
+    again = retryable and action.attempts < cfg["max_attempts"]
+    delay = cfg["backoff"] * 2 ** (action.attempts - 1)
+    state = Action.QUEUED if again else Action.FAILED
+    with transaction.atomic():
+        done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
+            state=state,
+            last_error=error,
+            response={"detail": detail[:2000]} if detail else {},
+            # The sweep picks a queued action up again if its retry message is lost.
+            due_at=now + timedelta(seconds=delay + cfg["queue_grace"]),
+            finished_at=None if again else now,
+            updated_at=now,
+        )
+        if not done:
+            return Action.objects.get(pk=action.pk).state
+        action.state = state
+        if again:
+            _change(action, "action.retrying", now, error=error, retry_in=delay)
+            transaction.on_commit(lambda: _enqueue(action.pk, countdown=delay))
+        else:
+            _change(action, "action.failed", now, error=error)
+    return state
+
+
+def internal_source(namespace) -> Source:
+    """Supervisor's own source in a namespace, which records deliveries made by hand."""
+    source = Source.objects.filter(namespace=namespace, internal=True).first()
+    if source is None:
+        source, _ = Source.objects.get_or_create(
+            name=f"supervisor@{namespace.name}",
+            defaults={
+                "namespace": namespace,
+                "internal": True,
+                # No token can match: the hash of a random secret nobody keeps.
+                "token_hash": Source.hash_token(secrets.token_urlsafe(32)),
+                "token_prefix": "(internal)",
+                "scopes": "",
+            },
+        )
+    return source
+
+
+def record_delivery(action: Action, now: datetime) -> None:
+    """A confirmed delivery as a `manual` wake to the parent (contract §4): it is how
+    the delivery flags learn that the result has reached the parent."""
+    from .tasks import evaluate_after_commit
+
+    task = action.task
+    event = {
+        "id": f"delivery:{action.idempotency_key}",
+        "type": "wake.queued",
+        "at": now.isoformat(),
+        "env": SUPERVISOR_ENV,
+        "data": {
+            "wake": f"supervisor:delivery:{action.pk}",
+            "thread": action.target_thread_id,
+            "source": {"kind": "manual", "task": task.task_id},
+            "summary": action.text,
+        },
+    }
+    result = apply_events(internal_source(task.namespace), [event])
+    if result.rejected:
+        raise RuntimeError(f"recording delivery {action.pk} failed: {result.rejected}")
+    evaluate_after_commit(task.namespace_id, result)
+
+
+# --- sweep --------------------------------------------------------------------------
+
+
+def requeue_due_actions(now: datetime, limit: int = 500) -> int:
+    """Enqueue actions left queued past their time, and put back those sending past
+    their lease (their worker died). Each is pushed to later first, so a busy worker
+    does not find a pile of copies when it gets to them."""
+    grace = timedelta(seconds=config()["queue_grace"])
+    due = list(
+        Action.objects.filter(state__in=(Action.QUEUED, Action.SENDING), due_at__lte=now)
+        .order_by("due_at")
+        .values_list("pk", "state")[:limit]
+    )
+    requeued = 0
+    for pk, state in due:
+        with transaction.atomic():
+            taken = Action.objects.filter(pk=pk, state=state, due_at__lte=now).update(
+                state=Action.QUEUED, due_at=now + grace, updated_at=now
+            )
+            if taken:
+                requeued += 1
+                transaction.on_commit(lambda pk=pk: _enqueue(pk))
+    return requeued

@@ -1,0 +1,84 @@
+"""Cancel, continue and deliver from the task page: a preview first (GET), then the
+confirmed request (POST), which is queued for a worker and followed live on the page.
+
+The confirm form carries an idempotency key made when the preview was shown, so a
+double submit asks once; a second delivery of the same run is refused with a reason.
+"""
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_http_methods
+
+from supervisor.core.actions import KINDS, ActionRefused, do_request_action, preview_action
+from supervisor.core.models import Task
+
+from .page_data import ACTION_LABELS
+from .views import can_act
+
+QUEUED_WORDS = {
+    "deliver": "Delivery queued",
+    "continue": "Continue queued",
+    "cancel": "Cancel queued",
+}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_action(request, pk: int, kind: str):
+    if kind not in KINDS:
+        raise Http404(f"no action {kind!r}")
+    if not can_act(request.user):
+        raise PermissionDenied("your account may look but not act")
+    task = get_object_or_404(
+        Task.objects.select_related("namespace", "parent_thread", "child_thread"),
+        pk=pk,
+        known=True,
+    )
+    if request.method == "POST":
+        return _confirm(request, task, kind)
+    message = request.GET.get("message", "").strip()
+    preview = preview_action(task, kind, run=request.GET.get("run") or None, message=message)
+    context = {
+        "task": task,
+        "preview": preview,
+        "label": ACTION_LABELS[kind],
+        "message": message,
+        "key": f"web-{uuid.uuid4().hex}",
+    }
+    wants_partial = request.headers.get("HX-Request") and not request.headers.get(
+        "HX-History-Restore-Request"
+    )
+    template = "web/action_preview.html" + ("#preview" if wants_partial else "")
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _confirm(request, task: Task, kind: str):
+    post = request.POST
+    try:
+        action, created = do_request_action(
+            task,
+            kind,
+            actor=f"user:{request.user.get_username()}",
+            user=request.user,
+            run=post.get("run") or None,
+            message=post.get("message") or None,
+            reason=post.get("reason") or None,
+            key=(post.get("key") or "")[:200] or None,
+        )
+    except ActionRefused as exc:
+        messages.error(request, f"Could not {kind}: {exc}.")
+    else:
+        if created:
+            messages.success(request, f"{QUEUED_WORDS[kind]} (action {action.pk}).")
+        else:
+            messages.info(request, f"Already asked (action {action.pk}, {action.state}).")
+    return redirect(reverse("web:task-detail", args=[task.pk]) + "#actions")

@@ -1,0 +1,217 @@
+"""POST /api/v1/tasks/{id}/actions and bulk actions (contract §6)."""
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from datetime import datetime
+from urllib.parse import quote
+
+import pytest
+
+from supervisor.core.evaluate import evaluate
+from supervisor.core.ingest import apply_events
+from supervisor.core.models import Action
+from supervisor.core.sources import do_create_source
+from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.receiver import Receiver
+from tests.workers import celery_worker, purge_broker, wait_for
+
+SECRET = "a-test-secret-of-some-length"
+SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
+SEED002 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed002" in p.name))
+TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
+
+
+def bound_source(name: str, url: str, scopes: str = "ingest,read,act"):
+    source, token = do_create_source(name, scopes=scopes)
+    source.connector = "webhook"
+    source.connector_settings = {"url": url, "secret": SECRET, "timeout": 2}
+    source.save()
+    source.token = token
+    return source
+
+
+def load(source, scenario):
+    apply_events(source, scenario["events"])
+    until = datetime.fromisoformat(scenario["until"].replace("Z", "+00:00"))
+    evaluate(source.namespace_id, until)
+
+
+def actions_url(task_id: str) -> str:
+    return f"/api/v1/tasks/{quote(task_id, safe='')}/actions"
+
+
+@pytest.fixture
+def receiver():
+    with Receiver(secret=SECRET) as r:
+        yield r
+
+
+@pytest.fixture
+def acting(db, receiver):
+    source = bound_source("t3", receiver.url)
+    load(source, SEED000)
+    return source
+
+
+def post(client, url, body, token, **headers):
+    return client.post(
+        url,
+        json.dumps(body),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}", **headers},
+    )
+
+
+def test_deliver_is_202_with_the_action_and_twice_is_409(client, acting):
+    response = post(
+        client, actions_url(TASK), {"kind": "deliver", "reason": "seed 000"}, acting.token
+    )
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["state"] == "queued" and body["kind"] == "deliver" and body["task"] == TASK
+    assert body["actor"] == "source:t3" and body["text"].endswith(
+        Action.objects.get().task.child_thread.runs.get(run_id=body["run"]).summary
+    )
+    again = post(client, actions_url(TASK), {"kind": "deliver"}, acting.token)
+    assert again.status_code == 409
+    assert "already delivered" in again.json()["error"]
+    task = client.get(
+        f"/api/v1/tasks/{quote(TASK, safe='')}", headers={"Authorization": f"Bearer {acting.token}"}
+    ).json()
+    assert [a["id"] for a in task["actions"]] == [body["id"]]
+
+
+def test_an_idempotency_key_returns_the_first_action(client, acting):
+    first = post(
+        client, actions_url(TASK), {"kind": "continue"}, acting.token, **{"Idempotency-Key": "abc"}
+    )
+    second = post(
+        client, actions_url(TASK), {"kind": "continue"}, acting.token, **{"Idempotency-Key": "abc"}
+    )
+    assert first.status_code == second.status_code == 202
+    assert first.json()["id"] == second.json()["id"]
+    assert Action.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ({"kind": "explode"}, 400, "invalid request"),
+        ({"kind": "deliver", "run": "thread:nobody:run:9"}, 400, "not owned"),
+        ({}, 400, "invalid request"),
+    ],
+)
+def test_bad_requests_say_what_is_wrong(client, acting, body, status, words):
+    response = post(client, actions_url(TASK), body, acting.token)
+    assert response.status_code == status
+    assert words in json.dumps(response.json())
+    assert not Action.objects.exists()
+
+
+def test_tokens_need_the_act_scope_and_their_own_namespace(client, acting, receiver):
+    reader = bound_source("reader", receiver.url, scopes="ingest,read")
+    response = post(client, actions_url(TASK), {"kind": "cancel"}, reader.token)
+    assert response.status_code == 403 and "act" in response.json()["error"]
+    stranger = bound_source("elsewhere", receiver.url)
+    response = post(client, actions_url(TASK), {"kind": "cancel"}, stranger.token)
+    assert response.status_code == 404
+    assert post(client, actions_url(TASK), {"kind": "cancel"}, "sup_wrong").status_code == 401
+    assert not Action.objects.exists()
+
+
+def test_a_task_without_a_connector_is_refused_clearly(client, db):
+    source, token = do_create_source("plain", scopes="ingest,read,act")
+    load(source, SEED000)
+    response = post(client, actions_url(TASK), {"kind": "deliver"}, token)
+    assert response.status_code == 409
+    assert "connector" in response.json()["error"]
+
+
+def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
+    load(acting, SEED002)
+    url = "/api/v1/actions/bulk"
+    preview = post(
+        client, url, {"kind": "deliver", "filter": {"flag": "stale_result"}}, acting.token
+    )
+    assert preview.status_code == 200, preview.content
+    assert preview.json()["count"] == 1
+    assert [s["task"] for s in preview.json()["sample"]] == [TASK]
+    assert not Action.objects.exists()
+
+    stale = post(
+        client,
+        url,
+        {"kind": "deliver", "filter": {"flag": "stale_result"}, "confirm": True, "expected": 3},
+        acting.token,
+    )
+    assert stale.status_code == 409 and "matches 1" in stale.json()["error"]
+    done = post(
+        client,
+        url,
+        {
+            "kind": "deliver",
+            "filter": {"flag": "stale_result"},
+            "confirm": True,
+            "expected": 1,
+            "reason": "bulk",
+        },
+        acting.token,
+    )
+    assert done.status_code == 200
+    assert [a["task"] for a in done.json()["actions"]] == [TASK]
+    again = post(
+        client,
+        url,
+        {"kind": "deliver", "filter": {"flag": "stale_result"}, "confirm": True},
+        acting.token,
+    )
+    assert again.json()["actions"] == [] and len(again.json()["refused"]) == 1
+    everything = post(client, url, {"kind": "cancel", "filter": {}}, acting.token)
+    assert everything.status_code == 400
+    assert Action.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live_server, receiver):
+    """Real HTTP requests on their own threads and database connections, released at
+    once: the partial unique constraint lets one through; a worker sends it once."""
+    purge_broker()
+    source = bound_source("t3", receiver.url)
+    load(source, SEED000)
+    url = live_server.url + actions_url(TASK)
+    start = threading.Barrier(20)
+    answers: list[tuple[int, dict]] = []
+    lock = threading.Lock()
+
+    def deliver(n: int):
+        request = urllib.request.Request(
+            url,
+            data=json.dumps({"kind": "deliver", "reason": f"operator {n}"}).encode(),
+            headers={"Authorization": f"Bearer {source.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        start.wait()
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer = (response.status, json.loads(response.read()))
+        except urllib.error.HTTPError as exc:
+            answer = (exc.code, json.loads(exc.read()))
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=deliver, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [202] + [409] * 19, answers
+    for status, body in answers:
+        if status == 409:
+            assert "already" in body["error"] and "deliver" in body["error"]
+    assert Action.objects.count() == 1
+    with celery_worker():
+        wait_for(lambda: Action.objects.get().state == "succeeded", what="the delivery")
+    assert len(receiver.deliveries) == 1

@@ -1,0 +1,150 @@
+"""The task page's actions: the ones its flags call for, the preview, the confirmed
+request (idempotent on a double submit) and its outcome on the page."""
+
+from datetime import datetime
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+from django.utils.html import escape
+
+from supervisor.core import actions
+from supervisor.core.evaluate import evaluate
+from supervisor.core.ingest import apply_events
+from supervisor.core.models import Action, Task
+from supervisor.core.sources import do_create_source
+from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.receiver import Receiver
+
+SECRET = "a-test-secret-of-some-length"
+SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
+SEED002 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed002" in p.name))
+STALE = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
+TRANSIENT = "node:delegated-task:cmd%3Aa1"
+DUPLICATE = "node:delegated-task:cmd%3Aa2"
+
+
+@pytest.fixture
+def receiver():
+    with Receiver(secret=SECRET) as r:
+        yield r
+
+
+@pytest.fixture
+def fleet(db, receiver):
+    source, _ = do_create_source("t3", scopes="ingest,read,act")
+    source.connector = "webhook"
+    source.connector_settings = {"url": receiver.url, "secret": SECRET, "timeout": 2}
+    source.save()
+    for scenario in (SEED000, SEED002):
+        apply_events(source, scenario["events"])
+        until = datetime.fromisoformat(scenario["until"].replace("Z", "+00:00"))
+        evaluate(source.namespace_id, until)
+    return {t.task_id: t for t in Task.objects.filter(known=True)}
+
+
+@pytest.fixture
+def operator_client(client, operator):
+    operator.user_permissions.add(Permission.objects.get(codename="act"))
+    client.force_login(operator)
+    return client
+
+
+def action_url(task, kind):
+    return reverse("web:task-action", args=[task.pk, kind])
+
+
+@pytest.mark.parametrize(
+    ("task_id", "kind", "label"),
+    [
+        (STALE, "deliver", "Deliver the latest result"),
+        (TRANSIENT, "continue", "Continue the child"),
+        (DUPLICATE, "cancel", "Cancel the task"),
+    ],
+)
+def test_the_task_page_suggests_the_action_its_flags_call_for(
+    operator_client, fleet, task_id, kind, label
+):
+    task = fleet[task_id]
+    html = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    suggested = html.split('class="suggested-action"')[1:]
+    assert len(suggested) == 1, suggested
+    assert action_url(task, kind) in suggested[0] and label in suggested[0]
+
+
+def test_a_viewer_sees_no_action_and_may_not_preview(client, operator, fleet):
+    client.force_login(operator)
+    task = fleet[STALE]
+    html = client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    assert "suggested-action" not in html and "may look but not act" in html
+    assert client.get(action_url(task, "deliver")).status_code == 403
+    assert client.post(action_url(task, "deliver"), {"key": "x"}).status_code == 403
+    assert not Action.objects.exists()
+
+
+def test_the_preview_shows_the_exact_text_the_target_and_what_it_affects(operator_client, fleet):
+    task = fleet[STALE]
+    expected = actions.preview_action(task, "deliver")
+    page = operator_client.get(action_url(task, "deliver"))
+    html = page.content.decode()
+    assert page.status_code == 200 and "<html" in html
+    assert "thread:parent-release" in html and "stale_result" in html
+    assert expected.run in html
+    assert escape(expected.text) in html
+    fragment = operator_client.get(action_url(task, "deliver"), headers={"HX-Request": "true"})
+    assert "<html" not in fragment.content.decode()
+    assert escape(expected.text) in fragment.content.decode()
+    assert not Action.objects.exists()
+
+
+def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
+    task = fleet[STALE]
+    form = {
+        "key": "web-form-1",
+        "run": actions.preview_action(task, "deliver").run,
+        "reason": "stale result handed on",
+    }
+    first = operator_client.post(action_url(task, "deliver"), form, follow=True)
+    second = operator_client.post(action_url(task, "deliver"), form, follow=True)
+    assert "Delivery queued" in first.content.decode()
+    assert "Already asked" in second.content.decode()
+    action = Action.objects.get()
+    assert (action.kind, action.actor_name, action.reason) == (
+        "deliver",
+        "user:op",
+        "stale result handed on",
+    )
+    html = second.content.decode()
+    assert f'id="action-{action.pk}"' in html and "queued" in html
+
+    other = operator_client.post(
+        action_url(task, "deliver"), {**form, "key": "web-form-2"}, follow=True
+    )
+    assert "Could not deliver" in other.content.decode()
+    assert "already delivered" in other.content.decode()
+    assert Action.objects.count() == 1
+
+
+def test_the_outcome_shows_on_the_page(operator_client, fleet, receiver):
+    task = fleet[DUPLICATE]
+    operator_client.post(action_url(task, "cancel"), {"key": "k", "reason": "duplicate"})
+    receiver.refuse(status=422, body="no such run")
+    action = Action.objects.get()
+    assert actions.perform(action.pk) == "failed"
+    html = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    row = html.split(f'id="action-{action.pk}"')[1].split("</tr>")[0]
+    assert "failed" in row and "no such run" in row and "Try again" in row
+
+
+def test_a_refusal_is_shown_instead_of_a_confirm_button(operator_client, fleet):
+    task = fleet[STALE]
+    source = task.namespace.sources.get()
+    source.connector = ""
+    source.save()
+    html = operator_client.get(action_url(task, "deliver")).content.decode()
+    assert "Cannot deliver" in html and "connector" in html
+    assert 'name="key"' not in html
+
+
+def test_an_unknown_action_is_404(operator_client, fleet):
+    assert operator_client.get(action_url(fleet[STALE], "explode")).status_code == 404
