@@ -11,7 +11,13 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
-from supervisor.core.actions import ActionRefused, do_request_action, preview_action
+from supervisor.core.actions import (
+    BULK_LIMIT,
+    ActionRefused,
+    do_request_action,
+    do_request_bulk,
+    preview_action,
+)
 from supervisor.core.models import Flag
 
 from .auth import actor_of, actors
@@ -21,7 +27,6 @@ from .tasks import find_task, task_queryset
 router = Router(tags=["actions"], auth=actors())
 
 ACT_PERMISSION = "core.act"
-BULK_LIMIT = 500
 
 
 class ActionRequest(Schema):
@@ -128,16 +133,15 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
         raise HttpError(
             409, f"the filter now matches {count} tasks, not {body.expected}; preview again"
         )
-    created, refused = [], []
-    for task in tasks:
-        try:
-            action, _ = do_request_action(
-                task, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
-            )
-        except ActionRefused as exc:
-            refused.append(
-                {"task": task.task_id, "namespace": task.namespace.name, "error": str(exc)}
-            )
-        else:
-            created.append(action_json(action))
-    return {"kind": body.kind, "count": count, "actions": created, "refused": refused}
+    outcome = do_request_bulk(
+        tasks, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
+    )
+    return {
+        "kind": body.kind,
+        "count": count,
+        "actions": [action_json(a) for a in outcome.created],
+        "refused": [
+            {"task": t.task_id, "namespace": t.namespace.name, "error": error}
+            for t, error in outcome.refused
+        ],
+    }

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 KINDS = Action.KINDS
 LIVE_DELIVERY_STATES = (Action.QUEUED, Action.SENDING, Action.SUCCEEDED)
+BULK_LIMIT = 500  # tasks one bulk action may touch
 SUPERVISOR_ENV = "supervisor"  # the environment of Supervisor's own events (its clock)
 
 
@@ -319,6 +320,29 @@ def do_request_action(
             ) from None
         raise
     return action, True
+
+
+@dataclass
+class BulkOutcome:
+    created: list[Action] = field(default_factory=list)
+    refused: list[tuple[Task, str]] = field(default_factory=list)
+
+
+def do_request_bulk(
+    tasks, kind: str, *, actor: str, user=None, reason=None, message=None
+) -> BulkOutcome:
+    """The same action on each task, each on its own (one refusal stops nothing)."""
+    outcome = BulkOutcome()
+    for task in tasks:
+        try:
+            action, _ = do_request_action(
+                task, kind, actor=actor, user=user, reason=reason, message=message
+            )
+        except ActionRefused as exc:
+            outcome.refused.append((task, str(exc)))
+        else:
+            outcome.created.append(action)
+    return outcome
 
 
 def _same_request(existing: Action, task: Task, kind: str) -> Action:

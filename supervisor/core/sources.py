@@ -5,7 +5,12 @@ import secrets
 
 from django.db import transaction
 
-from .models import Namespace, Source
+from supervisor.connectors import registry
+from supervisor.connectors.base import SettingsError
+
+from . import clock
+from .models import Change, Namespace, Source
+from .roles import actor_name
 
 TOKEN_PREFIX = "sup_"
 
@@ -54,4 +59,111 @@ def source_for_token(token: str) -> Source | None:
     # The lookup is by a hash of the whole token; compare again in constant time anyway.
     if source is None or not hmac.compare_digest(source.token_hash, digest):
         return None
+    return source
+
+
+# --- by hand, from the admin pages: each write appends a Change row for the audit ---------
+
+
+def _change(source: Source, kind: str, actor: str, **details) -> None:
+    Change.objects.create(
+        at=clock.now(),
+        namespace_id=source.namespace_id,
+        kind=kind,
+        subject_type="source",
+        subject_id=source.name,
+        payload={"actor": actor, **details},
+    )
+
+
+def check_connector(connector: str, settings) -> dict:
+    """The settings to store for `connector` ("" for none); SettingsError naming the
+    connector and the wrong field when they do not pass its check_settings."""
+    if not connector:
+        return {}
+    kind = registry.connectors().get(connector)
+    if kind is None:
+        raise SettingsError(
+            f"connector: {connector!r} does not exist; "
+            f"choose from {', '.join(sorted(registry.connectors()))}"
+        )
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{connector} settings: must be a JSON object")
+    kind.check_settings(settings)
+    # What was given is kept (the connector applies its defaults when it is set up).
+    return settings
+
+
+@transaction.atomic
+def do_add_source(
+    name: str,
+    namespace: str | None,
+    scopes: str,
+    connector: str = "",
+    connector_settings=None,
+    *,
+    by=None,
+) -> tuple[Source, str]:
+    """Create a source with a connector binding, recorded; returns it with its token,
+    which is shown once and never stored."""
+    connector_settings = check_connector(connector, connector_settings or {})
+    source, token = do_create_source(name, namespace, scopes)
+    if connector:
+        source.connector, source.connector_settings = connector, connector_settings
+        source.save(update_fields=["connector", "connector_settings"])
+    _change(
+        source,
+        "source.created",
+        actor_name(by),
+        namespace=source.namespace.name,
+        scopes=source.scopes,
+        connector=source.connector,
+        token_prefix=source.token_prefix,
+    )
+    return source, token
+
+
+@transaction.atomic
+def do_revoke_source(source: Source, *, by=None) -> bool:
+    """Revoke the source's token (compare-and-swap); False if it was revoked already."""
+    now = clock.now()
+    revoked = Source.objects.filter(pk=source.pk, revoked_at__isnull=True).update(revoked_at=now)
+    if revoked:
+        source.revoked_at = now
+        _change(source, "source.revoked", actor_name(by), token_prefix=source.token_prefix)
+    return bool(revoked)
+
+
+@transaction.atomic
+def do_rotate_token(source: Source, *, by=None) -> str:
+    """Give the source a new token (the old one stops working at once) and return it;
+    a revoked source becomes live again with the new token."""
+    source = Source.objects.select_for_update().get(pk=source.pk)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    previous = source.token_prefix
+    source.token_hash, source.token_prefix = Source.hash_token(token), token[:12]
+    was_revoked, source.revoked_at = source.revoked_at is not None, None
+    source.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
+    _change(
+        source,
+        "source.token_rotated",
+        actor_name(by),
+        token_prefix=source.token_prefix,
+        previous_prefix=previous,
+        was_revoked=was_revoked,
+    )
+    return token
+
+
+@transaction.atomic
+def do_bind_connector(source: Source, connector: str, settings=None, *, by=None) -> Source:
+    """Bind the connector that acts for the source's tasks ("" for none), with settings
+    checked by the connector; SettingsError when they are wrong. The settings are not
+    recorded in the change log: they may hold a secret."""
+    settings = check_connector(connector, settings or {})
+    source = Source.objects.select_for_update().get(pk=source.pk)
+    previous = source.connector
+    source.connector, source.connector_settings = connector, settings
+    source.save(update_fields=["connector", "connector_settings"])
+    _change(source, "source.connector", actor_name(by), connector=connector, previous=previous)
     return source

@@ -174,8 +174,8 @@ def list_filters(params) -> dict:
     return filters
 
 
-def task_list_context(params) -> dict:
-    filters = list_filters(params)
+def filtered_tasks(filters: dict):
+    """The known tasks the list's filters (list_filters) select."""
     tasks = task_queryset(
         q=filters["q"] or None,
         status=filters["status"] or None,
@@ -187,6 +187,12 @@ def task_list_context(params) -> dict:
         tasks = tasks.filter(Q(env=filters["env"]) | Q(target_env=filters["env"]))
     if filters["parent"]:
         tasks = tasks.filter(parent_thread__thread_id=filters["parent"])
+    return tasks
+
+
+def task_list_context(params) -> dict:
+    filters = list_filters(params)
+    tasks = filtered_tasks(filters)
     cursor = params.get("cursor")
     if cursor:
         try:
@@ -391,6 +397,10 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
     }
+
+
+def known_tasks():
+    return _tasks()
 
 
 def known_task(task_pk: int) -> Task | None:

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import views
+from . import action_views, bulk_views, views
+from . import admin_views as admin
+from .audit_views import audit
 
 app_name = "web"
 urlpatterns = [
@@ -8,5 +10,26 @@ urlpatterns = [
     path("tasks/", views.task_list, name="task-list"),
     path("tasks/<int:pk>/", views.task_detail, name="task-detail"),
     path("threads/<int:pk>/", views.thread, name="thread"),
+    path("tasks/bulk/", bulk_views.bulk_action, name="bulk-action"),
+    path("tasks/<int:pk>/actions/<str:kind>/", action_views.task_action, name="task-action"),
     path("flags/<int:pk>/", views.flag_action, name="flag-action"),
+    path("audit/", audit, name="audit"),
+    path("admin/sources/", admin.sources, name="admin-sources"),
+    path("admin/sources/new/", admin.source_create, name="admin-source-create"),
+    path("admin/sources/<int:pk>/", admin.source_detail, name="admin-source"),
+    path(
+        "admin/sources/<int:pk>/connector/", admin.source_connector, name="admin-source-connector"
+    ),
+    path("admin/sources/<int:pk>/revoke/", admin.source_revoke, name="admin-source-revoke"),
+    path("admin/sources/<int:pk>/rotate/", admin.source_rotate, name="admin-source-rotate"),
+    path("admin/users/", admin.users, name="admin-users"),
+    path("admin/users/new/", admin.user_create, name="admin-user-create"),
+    path("admin/users/<int:pk>/role/", admin.user_role, name="admin-user-role"),
+    path("admin/dead-letters/", admin.dead_letters, name="admin-dead-letters"),
+    path("admin/dead-letters/<int:pk>/", admin.dead_letter, name="admin-dead-letter"),
+    path(
+        "admin/dead-letters/<int:pk>/replay/",
+        admin.dead_letter_replay,
+        name="admin-dead-letter-replay",
+    ),
 ]

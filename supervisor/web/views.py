@@ -71,6 +71,7 @@ def overview(request):
 def task_list(request):
     live = page_data.live_context("list")
     context = page_data.task_list_context(request.GET)
+    context |= {"can_act": can_act(request.user), "action_labels": page_data.ACTION_LABELS}
     return _page(request, "web/task_list.html", "rows", context, live)
 
 

@@ -184,3 +184,26 @@ def test_continue_and_cancel_target_the_child(stale, receiver):
     sent = receiver.deliveries[0]["action"]
     assert (sent["kind"], sent["thread_id"], sent["actor"]) == ("cancel", child, "source:t3")
     assert not Wake.objects.filter(source_kind="manual").exists()
+
+
+def test_the_simulated_orchestrator_answers_each_action(stale):
+    """Through the simulator connector, in process: deliver wakes the parent, continue
+    starts a child run, cancel interrupts the child's run and reports it cancelled."""
+    task, until = stale
+    source = task.namespace.sources.get()
+    source.connector, source.connector_settings = "simulator", {}
+    source.save()
+    child = task.child_thread
+    runs_before = child.runs.count()
+    with clock.virtual_clock(until + timedelta(minutes=1)):
+        for kind in ("deliver", "continue", "cancel"):
+            action, _ = do_request_action(task, kind, actor="user:op")
+            assert actions.perform(action.pk) == "succeeded", kind
+    # The simulator's own manual wake and Supervisor's record of the delivery.
+    manual = Wake.objects.filter(source_kind="manual", source_task=TASK)
+    assert manual.count() == 2
+    assert {w.thread.thread_id for w in manual} == {"thread:parent-release"}
+    assert child.runs.filter(trigger_kind="message").count() == 1
+    assert child.runs.count() == runs_before + 1
+    task.refresh_from_db()
+    assert task.status == "cancelled"

@@ -1,6 +1,7 @@
 """`manage.py create_source`."""
 
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -42,6 +43,9 @@ def test_detection_overrides_are_kept():
         (["x", "--detection", "{"], "--detection is not JSON"),
         (["x", "--detection", '{"stuck": 1}'], "keys among"),
         (["x", "--detection", '{"stuck_after": -1}'], "positive numbers"),
+        (["x", "--connector", "carrier-pigeon"], "does not exist"),
+        (["x", "--connector", "webhook", "--connector-settings", "{"], "not JSON"),
+        (["x", "--connector", "webhook", "--connector-settings", '{"url": "ftp://x"}'], "url"),
     ],
 )
 def test_bad_arguments_are_clear_errors(args, message):
@@ -53,3 +57,10 @@ def test_a_name_is_taken_once():
     create("fleet")
     with pytest.raises(CommandError, match="exists already"):
         create("fleet")
+
+
+def test_a_connector_is_bound_with_its_settings():
+    hook = {"url": "https://ops.example/hook", "secret": "0123456789abcdef"}
+    create("fleet", "--connector", "webhook", "--connector-settings", json.dumps(hook))
+    source = Source.objects.get(name="fleet")
+    assert (source.connector, source.connector_settings) == ("webhook", hook)

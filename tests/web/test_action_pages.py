@@ -148,3 +148,48 @@ def test_a_refusal_is_shown_instead_of_a_confirm_button(operator_client, fleet):
 
 def test_an_unknown_action_is_404(operator_client, fleet):
     assert operator_client.get(action_url(fleet[STALE], "explode")).status_code == 404
+
+
+BULK = reverse("web:bulk-action")
+
+
+def test_bulk_preview_counts_the_matching_tasks_and_confirm_acts_on_each(operator_client, fleet):
+    query = {"kind": "deliver", "scope": "matching", "flag": "stale_result"}
+    page = operator_client.get(BULK, query)
+    html = page.content.decode()
+    assert page.status_code == 200 and "1 task" in html
+    assert 'name="expected" value="1"' in html and fleet[STALE].task_id in html
+    assert not Action.objects.exists()
+
+    stale = operator_client.post(BULK, {**query, "expected": "2"}, follow=True)
+    assert "nothing was done" in stale.content.decode()
+    assert not Action.objects.exists()
+
+    done = operator_client.post(BULK, {**query, "expected": "1", "reason": "outage"}, follow=True)
+    assert "Queued 1 of 1" in done.content.decode()
+    action = Action.objects.get()
+    assert (action.task.task_id, action.kind, action.reason) == (STALE, "deliver", "outage")
+
+
+def test_bulk_on_selected_tasks_says_which_are_refused(operator_client, fleet):
+    earlier, _ = actions.do_request_action(fleet[STALE], "deliver", actor="user:someone")
+    picked = {
+        "kind": "deliver",
+        "scope": "selected",
+        "task": [fleet[STALE].pk, fleet[DUPLICATE].pk],
+    }
+    html = operator_client.get(BULK, picked).content.decode()
+    assert "2 tasks" in html and html.count("refused:") == 1
+    done = operator_client.post(BULK, {**picked, "expected": "2"}, follow=True)
+    text = done.content.decode()
+    assert "Queued 1 of 2" in text and "already delivered" in text
+    assert sorted(Action.objects.values_list("task__task_id", flat=True)) == sorted(
+        [STALE, DUPLICATE]
+    )
+
+
+def test_bulk_needs_a_filter_or_a_selection(operator_client, fleet):
+    for query in ({"kind": "cancel", "scope": "matching"}, {"kind": "cancel"}):
+        page = operator_client.get(BULK, query, follow=True)
+        assert "Could not prepare the bulk action" in page.content.decode()
+    assert not Action.objects.exists()

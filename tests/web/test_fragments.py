@@ -30,10 +30,11 @@ def test_task_detail_parts_are_the_pages_partials(request, client, three_levels,
     html = page(client, f"/tasks/{task.pk}/")
     parts = fragments.task_detail(task.pk, can_act)
     ids = [re.search(r'id="([^"]+)"', p).group(1) for p in parts]
-    assert ids == ["task-header", "results", "flags", "timeline"]
+    assert ids == ["task-header", "results", "actions", "flags", "timeline"]
     for part in parts:
         assert in_page(part, html), part
-    assert ('action="/flags/' in parts[2]) is can_act
+    assert ("/actions/deliver/" in parts[2]) is can_act
+    assert ('action="/flags/' in parts[3]) is can_act
 
 
 def test_a_task_row_is_the_lists_row(client, viewer, source):

@@ -2,9 +2,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from supervisor.connectors.base import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.snapshot import DetectionSettings
-from supervisor.core.sources import ScopeError, do_create_source
+from supervisor.core.sources import ScopeError, check_connector, do_create_source
 
 
 class Command(BaseCommand):
@@ -19,8 +20,16 @@ class Command(BaseCommand):
             default="{}",
             help="detection overrides in seconds, e.g. '{\"stuck_after\": 120}'",
         )
+        parser.add_argument(
+            "--connector", default="", help="what acts for its tasks: webhook or simulator"
+        )
+        parser.add_argument(
+            "--connector-settings",
+            default="{}",
+            help='the connector\'s settings, e.g. \'{"url": "https://…", "secret": "…"}\'',
+        )
 
-    def handle(self, name, namespace, scopes, detection, **options):
+    def handle(self, name, namespace, scopes, detection, connector, connector_settings, **options):
         if Source.objects.filter(name=name).exists():
             raise CommandError(f"a source named {name!r} exists already")
         try:
@@ -33,11 +42,21 @@ class Command(BaseCommand):
         if not all(isinstance(v, int | float) and v > 0 for v in overrides.values()):
             raise CommandError("--detection values are positive numbers of seconds")
         try:
+            bound = check_connector(connector, json.loads(connector_settings))
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--connector-settings is not JSON: {exc}") from None
+        except SettingsError as exc:
+            raise CommandError(str(exc)) from None
+        try:
             source, token = do_create_source(name, namespace, scopes, settings=overrides)
         except ScopeError as exc:
             raise CommandError(str(exc)) from None
+        if connector:
+            source.connector, source.connector_settings = connector, bound
+            source.save(update_fields=["connector", "connector_settings"])
         self.stderr.write(
             f"Source {source.name!r} in namespace {source.namespace.name!r}, "
-            f"scopes {source.scopes}. Keep this token; it is not shown again:"
+            f"scopes {source.scopes}, connector {source.connector or 'none'}. "
+            "Keep this token; it is not shown again:"
         )
         self.stdout.write(token)

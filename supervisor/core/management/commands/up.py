@@ -108,8 +108,12 @@ class Command(BaseCommand):
         User = get_user_model()
         if User.objects.exists():
             return
+        from supervisor.core.roles import ADMIN, do_create_user
+
         password = secrets.token_urlsafe(12)
-        User.objects.create_superuser("operator", password=password)
+        # The admin role, not a superuser: what it may do is what the role says.
+        do_create_user("operator", ADMIN, password)
         self.stdout.write(
-            f"Created the first login (shown this once): user 'operator', password {password!r}"
+            f"Created the first login (shown this once): user 'operator' (admin role), "
+            f"password {password!r}"
         )

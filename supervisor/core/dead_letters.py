@@ -1,0 +1,129 @@
+"""Fix and replay a dead letter: the operator's corrected body goes through the one
+ingest path; a body that is still wrong is refused before ingest sees it, so the letter
+keeps the new error and no second dead letter is made."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import transaction
+
+from . import clock
+from .contract import EventError, event_id_of, parse_event
+from .ingest import IngestResult, apply_events
+from .models import Change, DeadLetter, Source
+from .roles import actor_name
+from .tasks import evaluate_after_commit
+
+
+class ReplayError(ValueError):
+    """The fixed body cannot be replayed; the message says where and why."""
+
+
+def parse_body(text: str) -> list[Any]:
+    """The events of a fixed body: a JSON object (one event, or `{"events": [...]}`), a
+    JSON array of events, or one event per line (NDJSON)."""
+    if not text or not text.strip():
+        raise ReplayError("the body is empty")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        # NDJSON only when every line looks like an object: a typo in pretty-printed
+        # JSON must be reported where it is, not as "line 1 is not valid JSON".
+        if len(lines) < 2 or not all(line[0] == "{" and line[-1] == "}" for line in lines):
+            raise ReplayError(f"the body is not valid JSON: {exc}") from None
+        value = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                value.append(json.loads(line))
+            except json.JSONDecodeError as line_exc:
+                raise ReplayError(f"line {number} is not valid JSON: {line_exc}") from None
+    if isinstance(value, dict) and isinstance(value.get("events"), list):
+        value = value["events"]
+    events = value if isinstance(value, list) else [value]
+    if not events:
+        raise ReplayError("the body holds no event")
+    for number, event in enumerate(events, start=1):
+        if not isinstance(event, dict):
+            raise ReplayError(f"event {number} is not a JSON object")
+    return events
+
+
+def check_events(events: list[Any]) -> None:
+    """Every event must pass the contract: one rejected here would become a new dead letter."""
+    problems = []
+    for number, raw in enumerate(events, start=1):
+        try:
+            parse_event(raw)
+        except EventError as exc:
+            event_id = event_id_of(raw)
+            where = f"event {number}" + (f" ({event_id})" if event_id else "")
+            problems.append(f"{where}: {exc}")
+    if problems:
+        raise ReplayError("; ".join(problems))
+
+
+def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> IngestResult:
+    """Apply the fixed body as events of the letter's source and mark the letter replayed;
+    ReplayError (kept on the letter as `replay_error`) when it cannot. Replaying again is
+    harmless: ingest takes each event id of a source once."""
+    try:
+        events = parse_body(body_text)
+        check_events(events)
+        with transaction.atomic():
+            letter = DeadLetter.objects.select_for_update().get(pk=dead_letter.pk)
+            source = Source.objects.filter(pk=letter.source_id).first()
+            if source is None:
+                raise ReplayError("its source no longer exists: there is no one to replay it as")
+            result = apply_events(source, events)
+            if result.rejected:
+                # Checked above, so this cannot happen; if it does, roll the new dead
+                # letters back rather than keep a second copy of this one.
+                raise ReplayError("; ".join(r["error"] for r in result.rejected))
+            letter.replayed_at, letter.replay_error = clock.now(), None
+            letter.save(update_fields=["replayed_at", "replay_error"])
+            _change(
+                letter,
+                source.namespace_id,
+                "dead_letter.replayed",
+                by,
+                events=[event_id_of(e) for e in events],
+                accepted=result.accepted,
+                duplicates=result.duplicates,
+            )
+            evaluate_after_commit(source.namespace_id, result)
+    except ReplayError as exc:
+        _keep_error(dead_letter, str(exc), by)
+        raise
+    dead_letter.refresh_from_db()
+    return result
+
+
+def _keep_error(dead_letter: DeadLetter, error: str, by) -> None:
+    with transaction.atomic():
+        DeadLetter.objects.filter(pk=dead_letter.pk).update(replay_error=error)
+        namespace_id = (
+            Source.objects.filter(pk=dead_letter.source_id)
+            .values_list("namespace_id", flat=True)
+            .first()
+        )
+        _change(dead_letter, namespace_id, "dead_letter.replay_failed", by, error=error)
+    dead_letter.replay_error = error
+
+
+def _change(letter: DeadLetter, namespace_id: int | None, kind: str, by, **details) -> None:
+    Change.objects.create(
+        at=clock.now(),
+        namespace_id=namespace_id,
+        kind=kind,
+        subject_type="dead",
+        subject_id=str(letter.pk),
+        payload={
+            "actor": actor_name(by),
+            "dead_letter": letter.pk,
+            "event": letter.event_id,
+            **details,
+        },
+    )

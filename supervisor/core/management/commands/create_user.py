@@ -1,0 +1,50 @@
+"""`create_user NAME --role viewer|operator|admin [--password-file F]`: a login with a
+role; without a password file, a generated password is printed this once."""
+
+from pathlib import Path
+
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from supervisor.core.roles import ROLES, RoleError, do_create_user
+
+
+class Command(BaseCommand):
+    help = "Create a login with a role; prints a generated password once if none is given."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--role", required=True, choices=list(ROLES))
+        parser.add_argument(
+            "--password-file",
+            type=Path,
+            help="read the password from this file (its first line); default: generate one",
+        )
+
+    def handle(self, name, role, password_file, **options):
+        password = None
+        if password_file is not None:
+            try:
+                lines = password_file.read_text().splitlines()
+            except OSError as exc:
+                raise CommandError(f"cannot read {password_file}: {exc}") from None
+            password = lines[0] if lines else ""
+            if not password:
+                raise CommandError(f"{password_file} holds no password on its first line")
+            try:
+                validate_password(password)
+            except ValidationError as exc:
+                raise CommandError(" ".join(exc.messages)) from None
+        try:
+            user, password_used = do_create_user(name, role, password)
+        except RoleError as exc:
+            raise CommandError(str(exc)) from None
+        if password is None:
+            self.stderr.write(
+                f"User {user.get_username()!r} with the {role} role. "
+                "Keep this password; it is not shown again:"
+            )
+            self.stdout.write(password_used)
+        else:
+            self.stderr.write(f"User {user.get_username()!r} with the {role} role.")

@@ -1,0 +1,458 @@
+"""`manage.py simulate`: run a simulated orchestrator fleet against Supervisor.
+
+The fleet's events (`connectors.simulator.fleet`) go out paced in real time by `--speed`,
+over the HTTP API (`--url`, `--token`) or in-process into a source (`--source`). With
+`--listen`, it also serves a webhook receiver that answers Supervisor's actions the way
+an orchestrator would (`connectors.simulator.answers`), posting the answer back as
+events. Every post is retried until it is taken: event ids make a resend a duplicate,
+so nothing is lost or doubled.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections, transaction
+
+from supervisor.connectors.base import Outgoing
+from supervisor.connectors.simulator.answers import answer_events, view_from_fleet
+from supervisor.connectors.simulator.fleet import Fleet
+from supervisor.connectors.webhook import signing
+from supervisor.core import clock
+from supervisor.core.snapshot import DetectionSettings
+
+MAX_BATCH_EVENTS = 1000  # contract §1
+MAX_BATCH_BYTES = 900 * 1024  # under the 1 MiB limit, with room for the envelope
+MAX_BODY = 1024 * 1024  # an action body larger than this is not Supervisor's
+STARTUP_ATTEMPTS = 3  # before the first success, a dead URL is a mistake, not an outage
+BACKOFF_CAP = 30.0
+
+
+class FatalSend(CommandError):
+    """Supervisor refused the events for good (token, scope, size): stop and say why."""
+
+
+class ApiSink:
+    """POSTs batches to `/api/v1/events`, retrying transient failures with backoff."""
+
+    def __init__(self, url: str, token: str, log):
+        self.endpoint = url.rstrip("/") + "/api/v1/events"
+        self.token = token
+        self.log = log
+        self.reached = False
+        self.totals = Counter()
+        self.lock = threading.Lock()
+
+    def describe(self) -> str:
+        return self.endpoint
+
+    def send(self, events: list[dict]) -> None:
+        body = json.dumps({"events": events}, ensure_ascii=False).encode()
+        attempt = 0
+        while True:
+            try:
+                answer = self._post(body)
+            except FatalSend:
+                raise
+            except TransientSend as exc:
+                attempt += 1
+                if not self.reached and attempt >= STARTUP_ATTEMPTS:
+                    raise FatalSend(
+                        f"cannot reach Supervisor at {self.endpoint}: {exc} "
+                        "(check --url and that the server is running)"
+                    ) from None
+                pause = min(BACKOFF_CAP, 0.5 * 2 ** (attempt - 1))
+                self.log(f"{exc}; sending again in {pause:g} s (attempt {attempt + 1})")
+                time.sleep(pause)
+                continue
+            self.reached = True
+            with self.lock:
+                self.totals["accepted"] += answer.get("accepted", 0)
+                self.totals["duplicates"] += answer.get("duplicates", 0)
+                self.totals["rejected"] += len(answer.get("rejected", []))
+            for rejected in answer.get("rejected", [])[:5]:
+                self.log(f"event {rejected.get('id')} rejected: {rejected.get('error')}")
+            return
+
+    def _post(self, body: bytes) -> dict:
+        request = urllib.request.Request(self.endpoint, data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            with exc:
+                text = exc.read(2000).decode("utf-8", errors="replace")
+            raise refusal(exc.code, text, self.endpoint) from None
+        except urllib.error.URLError as exc:
+            raise TransientSend(f"cannot connect to {self.endpoint}: {exc.reason}") from None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise TransientSend(f"lost the connection to {self.endpoint}: {exc}") from None
+
+
+class TransientSend(Exception):
+    pass
+
+
+def refusal(status: int, text: str, endpoint: str) -> Exception:
+    try:
+        why = json.loads(text).get("error") or text
+    except (ValueError, AttributeError):
+        why = text
+    why = " ".join(str(why).split())[:300]
+    if status in (408, 425, 429) or status >= 500:
+        return TransientSend(f"Supervisor answered {status} ({why})")
+    hint = {
+        401: "the token is missing or wrong: check --token",
+        403: "the token lacks the ingest scope: create one with --scopes ingest,...",
+        404: f"{endpoint} is not Supervisor's events API: check --url",
+        413: "a batch was too large for Supervisor",
+    }.get(status, "Supervisor refused the events")
+    return FatalSend(f"{hint} ({status}: {why})")
+
+
+class SourceSink:
+    """Applies batches in-process to a source, as the API would, evaluation on commit."""
+
+    def __init__(self, source):
+        self.source = source
+        self.totals = Counter()
+        self.lock = threading.Lock()
+
+    def describe(self) -> str:
+        return f"source {self.source.name} (in-process)"
+
+    def send(self, events: list[dict]) -> None:
+        from supervisor.core.ingest import apply_events
+        from supervisor.core.tasks import evaluate_after_commit
+
+        with transaction.atomic():
+            result = apply_events(self.source, events)
+            evaluate_after_commit(self.source.namespace_id, result)
+        with self.lock:
+            self.totals["accepted"] += result.accepted
+            self.totals["duplicates"] += result.duplicates
+            self.totals["rejected"] += len(result.rejected)
+
+
+class Pacer:
+    """Virtual seconds of the fleet against real seconds: `speed` virtual per real."""
+
+    def __init__(self, speed: float):
+        self.speed = speed
+        self.origin = time.monotonic()
+
+    def virtual_now(self) -> float:
+        return (time.monotonic() - self.origin) * self.speed
+
+    def wait_until(self, virtual: float) -> float:
+        """Seconds of real time until `virtual` is due (0 when it is)."""
+        return max(0.0, self.origin + virtual / self.speed - time.monotonic())
+
+
+class Receiver(ThreadingHTTPServer):
+    """The webhook receiver: checks the signature, takes each idempotency key once, and
+    answers the action with the simulated orchestrator's events."""
+
+    daemon_threads = True
+
+    def __init__(self, address, secret: str, fleet: Fleet, sink, pacer: Pacer, log):
+        super().__init__(address, ReceiverHandler)
+        self.secret = secret
+        self.fleet = fleet
+        self.sink = sink
+        self.pacer = pacer
+        self.log = log
+        self.answered: dict[str, list[dict]] = {}
+        self.lock = threading.Lock()
+
+    def answer(self, key: str, action: dict) -> tuple[int, dict]:
+        known = {f.name for f in fields(Outgoing)}
+        try:
+            outgoing = Outgoing(**{k: v for k, v in action.items() if k in known})
+        except TypeError as exc:
+            return 400, {"error": f"the action lacks fields: {exc}"}
+        with self.lock:
+            events = self.answered.get(key)
+            duplicate = events is not None
+            if events is None:
+                view = view_from_fleet(self.fleet, outgoing.thread_id)
+                if view is None:
+                    return 409, {
+                        "error": f"this simulator (seed {self.fleet.seed}) does not know "
+                        f"thread {outgoing.thread_id!r}"
+                    }
+                at = self.fleet.at(self.pacer.virtual_now(), view.env)
+                try:
+                    events = answer_events(outgoing, view, at)
+                except ValueError as exc:
+                    return 400, {"error": str(exc)}
+                self.answered[key] = events
+                self.fleet.observe(events)
+        # Posted again on a repeat too: the first post may have failed, and ingest takes
+        # each event id once, so a repeat that got through changes nothing.
+        self.sink.send(events)
+        if not duplicate:
+            self.log(f"answered {outgoing.kind} on {outgoing.task_id} ({len(events)} events)")
+        return 200, {"ok": True, "duplicate": duplicate, "events": len(events)}
+
+
+class ReceiverHandler(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def do_POST(self):
+        try:
+            status, answer = self._handle()
+        except CommandError as exc:
+            status, answer = 502, {"error": f"could not post the answer: {exc}"}
+        finally:
+            connections.close_all()  # this thread's, if an in-process answer opened one
+        body = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _handle(self) -> tuple[int, dict]:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return 400, {"error": "bad Content-Length"}
+        if length > MAX_BODY:
+            return 413, {"error": "body too large"}
+        body = self.rfile.read(length)
+        try:
+            signing.verify(self.server.secret, body, self.headers.get(signing.HEADER))
+        except signing.BadSignature as exc:
+            return 401, {"error": str(exc)}
+        key = self.headers.get(signing.IDEMPOTENCY_HEADER)
+        if not key:
+            return 400, {"error": f"missing {signing.IDEMPOTENCY_HEADER} header"}
+        try:
+            document = json.loads(body)
+        except ValueError as exc:
+            return 400, {"error": f"the body is not JSON: {exc}"}
+        if not isinstance(document, dict) or document.get("type") != "supervisor.action":
+            return 400, {"error": 'expected {"type": "supervisor.action", "action": {...}}'}
+        action = document.get("action")
+        if not isinstance(action, dict):
+            return 400, {"error": "action must be an object"}
+        return self.server.answer(key, action)
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass  # the command logs what it answered; no access log on stderr
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a simulated orchestrator fleet (parents delegating tasks, with the field "
+        "reports' failures mixed in) against Supervisor, over the HTTP API or in-process."
+    )
+
+    def add_arguments(self, parser):
+        target = parser.add_argument_group("where the events go (one of)")
+        target.add_argument("--url", help="Supervisor's base URL, e.g. http://127.0.0.1:8000")
+        target.add_argument("--token", help="an ingest token (with --url)")
+        target.add_argument("--source", help="a source name: ingest in-process, no HTTP")
+        fleet = parser.add_argument_group("the fleet")
+        fleet.add_argument("--seed", type=int, help="default: random (printed)")
+        fleet.add_argument("--tasks", type=int, help="stop after N tasks (default: never)")
+        fleet.add_argument(
+            "--rate", type=float, default=2.0, help="tasks delegated per virtual minute (default 2)"
+        )
+        fleet.add_argument("--failure-rate", type=float, default=0.2, help="0..1 (default 0.2)")
+        fleet.add_argument("--parents", type=int, default=3, help="parent threads (default 3)")
+        fleet.add_argument(
+            "--speed", type=float, default=1.0, help="virtual seconds per real second (default 1)"
+        )
+        fleet.add_argument(
+            "--detection",
+            help="detection durations the fleet is timed against, as JSON, e.g. "
+            "'{\"stuck_after\": 300}' (default: the source's, else the built-in ones)",
+        )
+        fleet.add_argument("--manifest", help="write the tasks, failures and expected flags here")
+        answer = parser.add_argument_group("answering actions (webhook receiver)")
+        answer.add_argument("--listen", metavar="HOST:PORT", help="serve the webhook receiver")
+        answer.add_argument("--secret", help="the webhook connector's secret (with --listen)")
+
+    def handle(self, *args, **options):
+        self.verbosity = options["verbosity"]
+        sink, detection = self._target(options)
+        self._check_numbers(options)
+        seed = options["seed"] if options["seed"] is not None else random.randrange(1, 10**6)
+        fleet = Fleet(
+            seed,
+            start=clock.now().replace(microsecond=0),
+            parents=options["parents"],
+            rate=options["rate"],
+            failure_rate=options["failure_rate"],
+            tasks=options["tasks"],
+            settings=detection,
+        )
+        pacer = Pacer(options["speed"])
+        self.stdout.write(
+            f"Simulating seed {seed}: {options['tasks'] or 'unlimited'} tasks at "
+            f"{options['rate']:g}/min, failure rate {options['failure_rate']:g}, speed "
+            f"{options['speed']:g}, into {sink.describe()}"
+        )
+        receiver = self._listen(options, fleet, sink, pacer)
+        manifest = Path(options["manifest"]) if options["manifest"] else None
+        try:
+            sent = self._run(fleet, sink, pacer, manifest)
+            self._write_manifest(fleet, manifest)
+            self._summary(fleet, sink, sent)
+            if receiver is not None:
+                self.stdout.write("The fleet is done; still answering actions (Ctrl-C stops).")
+                while True:
+                    time.sleep(1)
+        except KeyboardInterrupt:
+            self._write_manifest(fleet, manifest)
+            self.stderr.write("Stopped (Ctrl-C).")
+            sys.exit(130)
+        finally:
+            if receiver is not None:
+                receiver.shutdown()
+                receiver.server_close()
+
+    def _target(self, options):
+        url, token, source_name = options["url"], options["token"], options["source"]
+        if bool(url) == bool(source_name):
+            raise CommandError("give either --url (with --token) or --source")
+        overrides = {}
+        if options["detection"]:
+            try:
+                overrides = json.loads(options["detection"])
+            except ValueError as exc:
+                raise CommandError(f"--detection is not JSON: {exc}") from None
+            if not isinstance(overrides, dict):
+                raise CommandError("--detection must be a JSON object")
+            unknown = sorted(set(overrides) - set(DetectionSettings.__dataclass_fields__))
+            if unknown:
+                raise CommandError(f"--detection: unknown duration(s) {', '.join(unknown)}")
+        if url:
+            if not token:
+                raise CommandError("--url needs --token (an ingest token from create_source)")
+            if not url.startswith(("http://", "https://")):
+                raise CommandError(f"--url must start with http:// or https:// (got {url!r})")
+            return ApiSink(url, token, self._log), DetectionSettings.from_overrides(overrides)
+        from supervisor.core.evaluate import detection_settings
+        from supervisor.core.models import Source
+
+        source = Source.objects.filter(name=source_name).first()
+        if source is None:
+            raise CommandError(f"no source named {source_name!r} (see create_source)")
+        own = detection_settings(source.namespace_id)
+        merged = {name: getattr(own, name) for name in DetectionSettings.__dataclass_fields__}
+        return SourceSink(source), DetectionSettings.from_overrides(merged, overrides)
+
+    def _check_numbers(self, options):
+        if options["speed"] <= 0:
+            raise CommandError("--speed must be above 0")
+        if options["rate"] <= 0:
+            raise CommandError("--rate must be above 0")
+        if not 0 <= options["failure_rate"] <= 1:
+            raise CommandError("--failure-rate must be between 0 and 1")
+        if options["parents"] < 1:
+            raise CommandError("--parents must be at least 1")
+        if options["tasks"] is not None and options["tasks"] < 1:
+            raise CommandError("--tasks must be at least 1")
+
+    def _listen(self, options, fleet, sink, pacer) -> Receiver | None:
+        if not options["listen"]:
+            return None
+        if not options["secret"]:
+            raise CommandError("--listen needs --secret (the webhook connector's secret)")
+        host, _, port = options["listen"].rpartition(":")
+        try:
+            address = (host.strip("[]") or "127.0.0.1", int(port))
+            receiver = Receiver(address, options["secret"], fleet, sink, pacer, self._log)
+        except (ValueError, OSError) as exc:
+            raise CommandError(f"cannot listen on {options['listen']!r}: {exc}") from None
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        bound_host, bound_port = receiver.server_address[:2]
+        self.stdout.write(f"Answering actions on http://{bound_host}:{bound_port}/")
+        return receiver
+
+    def _run(self, fleet: Fleet, sink, pacer: Pacer, manifest: Path | None) -> int:
+        """Send the fleet's events as they fall due; returns how many were sent."""
+        pending: list[dict] = []
+        size = 0
+        sent = 0
+        announced = 0
+        last_manifest = time.monotonic()
+
+        def flush():
+            nonlocal pending, size, sent
+            if pending:
+                sink.send(pending)
+                sent += len(pending)
+                pending, size = [], 0
+
+        try:
+            for virtual, event in fleet.events():
+                wait = pacer.wait_until(virtual)
+                if wait > 0:
+                    flush()
+                    time.sleep(wait)
+                encoded = len(json.dumps(event, ensure_ascii=False).encode())
+                if pending and (
+                    len(pending) >= MAX_BATCH_EVENTS or size + encoded > MAX_BATCH_BYTES
+                ):
+                    flush()
+                pending.append(event)
+                size += encoded
+                while announced < len(fleet.tasks):
+                    self._announce(fleet.tasks[announced])
+                    announced += 1
+                if manifest and time.monotonic() - last_manifest > 2:
+                    self._write_manifest(fleet, manifest)
+                    last_manifest = time.monotonic()
+            flush()
+        except KeyboardInterrupt:
+            # What fell due before Ctrl-C still goes out; a second Ctrl-C abandons it.
+            flush()
+            raise
+        return sent
+
+    def _announce(self, task) -> None:
+        if self.verbosity < 1:
+            return
+        what = task.failure or "healthy"
+        expect = ", ".join(task.expected_flags) or "no flags"
+        self.stdout.write(f"{task.delegated_at} {task.task} [{task.shape}; {what}] → {expect}")
+
+    def _summary(self, fleet: Fleet, sink, sent: int) -> None:
+        totals = sink.totals
+        kinds = Counter(kind for task in fleet.tasks for kind in task.expected_flags)
+        kinds.update(kind for flags in fleet.thread_flags.values() for kind in flags)
+        expected = ", ".join(f"{k} ×{n}" for k, n in sorted(kinds.items())) or "none"
+        self.stdout.write(
+            f"Sent {sent} events for {len(fleet.tasks)} tasks (accepted {totals['accepted']}, "
+            f"duplicates {totals['duplicates']}, rejected {totals['rejected']}). "
+            f"Expected flags by {fleet.manifest()['until']}: {expected}."
+        )
+
+    def _write_manifest(self, fleet: Fleet, path: Path | None) -> None:
+        if path is None:
+            return
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(json.dumps(fleet.manifest(), indent=1, ensure_ascii=False))
+        os.replace(temporary, path)
+
+    def _log(self, message: str) -> None:
+        self.stderr.write(message)

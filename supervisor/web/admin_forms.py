@@ -1,0 +1,143 @@
+"""The admin pages' forms: what an admin may type, checked before a do_* function runs."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+
+from supervisor.connectors import registry
+from supervisor.connectors.base import SettingsError
+from supervisor.core.models import Source
+from supervisor.core.roles import ROLE_WORDS, ROLES
+from supervisor.core.sources import check_connector
+
+DEFAULT_SCOPES = ["ingest", "read"]
+SCOPE_WORDS = {
+    "ingest": "ingest — send events",
+    "read": "read — read tasks and flags through the API",
+    "act": "act — cancel, continue, deliver and act on flags through the API",
+}
+ROLE_CHOICES = [(role, f"{role} — {ROLE_WORDS[role]}") for role in ROLES]
+
+
+class AdminForm(forms.Form):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")  # labels as the other pages write them
+        super().__init__(*args, **kwargs)
+
+
+def connector_choices() -> list[tuple[str, str]]:
+    return [("", "none (nothing can act for this source's tasks)")] + [
+        (name, f"{kind.label} ({name})") for name, kind in sorted(registry.connectors().items())
+    ]
+
+
+class ConnectorForm(AdminForm):
+    """A connector binding: which connector acts for a source's tasks, and its settings."""
+
+    connector = forms.ChoiceField(required=False, label="Connector")
+    connector_settings = forms.CharField(
+        required=False,
+        label="Connector settings (JSON object)",
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "class": "code"}),
+        help_text='For a webhook, say: {"url": "https://…", "secret": "16 characters or more"}.',
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["connector"].choices = connector_choices()
+
+    def clean_connector_settings(self) -> dict:
+        text = self.cleaned_data["connector_settings"].strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError(f"must be a JSON object, not {type(value).__name__}")
+        return value
+
+    def clean(self):
+        cleaned = super().clean()
+        connector = cleaned.get("connector") or ""
+        if "connector_settings" in cleaned:
+            try:
+                cleaned["connector_settings"] = check_connector(
+                    connector, cleaned["connector_settings"]
+                )
+            except SettingsError as exc:
+                self.add_error("connector_settings", f"{connector} settings: {exc}")
+        return cleaned
+
+
+class SourceForm(ConnectorForm):
+    name = forms.CharField(max_length=200, label="Name")
+    namespace = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Namespace",
+        widget=forms.TextInput(attrs={"list": "namespace-list"}),
+        help_text="Sources of one orchestrator installation share a namespace; "
+        "empty: a namespace named like the source.",
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=[(scope, SCOPE_WORDS[scope]) for scope in Source.SCOPES],
+        initial=DEFAULT_SCOPES,
+        widget=forms.CheckboxSelectMultiple,
+        label="Scopes of its token",
+    )
+
+    field_order = ["name", "namespace", "scopes", "connector", "connector_settings"]
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if Source.objects.filter(name=name).exists():
+            raise forms.ValidationError(f"a source named {name!r} exists already")
+        return name
+
+    def clean_namespace(self) -> str:
+        return self.cleaned_data["namespace"].strip()
+
+
+class UserForm(AdminForm):
+    username = forms.CharField(max_length=150, label="User name")
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial="viewer", label="Role")
+    password = forms.CharField(
+        required=False,
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Empty: one is generated and shown once.",
+    )
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"].strip()
+        User = get_user_model()
+        User._meta.get_field(User.USERNAME_FIELD).run_validators(username)
+        if User.objects.filter(**{User.USERNAME_FIELD: username}).exists():
+            raise forms.ValidationError(f"a user named {username!r} exists already")
+        return username
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        if password:
+            validate_password(password)
+        return password
+
+
+class RoleForm(AdminForm):
+    role = forms.ChoiceField(choices=[(role, role) for role in ROLES], label="Role")
+
+
+class ReplayForm(AdminForm):
+    body = forms.CharField(
+        label="Body to replay",
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false", "class": "code"}),
+        help_text="One event (a JSON object), a JSON array of events, or one event per line.",
+    )

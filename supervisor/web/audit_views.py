@@ -1,0 +1,201 @@
+"""The audit page: who did what, when and why, from the change log.
+
+It shows every action (requested, sent, succeeded, failed, retried), every flag change
+a person or a token made (evaluation's own openings and resolutions are not audit
+entries), and every admin change (users, sources and tokens, dead-letter replays);
+newest first, a page at a time by keyset, in two queries a page.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_safe
+from ninja.errors import HttpError
+
+from supervisor.api.pagination import decode, encode
+from supervisor.core.models import Change, Task
+
+from .admin_views import ADMINISTER_PERMISSION
+
+PAGE_SIZE = 50
+
+# A flag change by someone names them; evaluation's own changes carry no actor.
+_BY_SOMEONE = Q(payload__has_key="actor") & ~Q(payload__actor="")
+CATEGORIES = {
+    "actions": Q(kind__startswith="action."),
+    "flags": Q(kind__startswith="flag.") & _BY_SOMEONE,
+    "admin": Q(kind__startswith="user.")
+    | Q(kind__startswith="source.")
+    | Q(kind__startswith="dead_letter."),
+}
+CATEGORY_CHOICES = (
+    ("", "everything"),
+    ("actions", "actions"),
+    ("flags", "flag changes"),
+    ("admin", "admin changes"),
+)
+
+VERBS = {
+    "flag.acknowledged": "Acknowledged",
+    "flag.snoozed": "Snoozed",
+    "flag.resolved": "Resolved",
+    "flag.opened": "Opened",
+    "flag.updated": "Updated",
+    "action.requested": "requested",
+    "action.sending": "being sent",
+    "action.succeeded": "succeeded",
+    "action.failed": "failed",
+    "action.retrying": "to be retried",
+    "user.created": "Created user",
+    "user.role": "Changed the role of",
+    "source.created": "Created source",
+    "source.revoked": "Revoked the token of source",
+    "source.token_rotated": "Rotated the token of source",
+    "source.connector": "Set the connector of source",
+    "dead_letter.replayed": "Replayed dead letter",
+    "dead_letter.replay_failed": "Could not replay dead letter",
+}
+
+
+def _wants_partial(request) -> bool:
+    # A history restore asks for the whole page even though it comes from htmx.
+    return bool(
+        request.headers.get("HX-Request") and not request.headers.get("HX-History-Restore-Request")
+    )
+
+
+def audit_changes(category: str = "", actor: str = "", cursor: str | None = None):
+    """The page's change rows (one more than a page, to know if there is another)."""
+    changes = Change.objects.filter(CATEGORIES.get(category) or _everything())
+    if actor:
+        changes = changes.filter(payload__actor=actor)
+    if cursor:
+        try:
+            (last,) = decode(cursor, (int,))
+        except HttpError:
+            last = None
+        if last is not None:
+            changes = changes.filter(pk__lt=last)
+    return list(changes.order_by("-pk")[: PAGE_SIZE + 1])
+
+
+def _everything() -> Q:
+    query = Q(pk__in=[])
+    for category in CATEGORIES.values():
+        query |= category
+    return query
+
+
+def _task_pks(changes: list[Change]) -> dict[tuple[int, str], int]:
+    """(namespace, task id) -> the task page's pk, for the page's task subjects at once."""
+    wanted = {(c.namespace_id, c.subject_id) for c in changes if c.subject_type == "task"}
+    if not wanted:
+        return {}
+    query = Q(pk__in=[])
+    for namespace_id, task_id in wanted:
+        query |= Q(namespace_id=namespace_id, task_id=task_id)
+    return {
+        (ns, task_id): pk
+        for pk, ns, task_id in Task.objects.filter(query, known=True).values_list(
+            "pk", "namespace_id", "task_id"
+        )
+    }
+
+
+def entry(change: Change, task_pks: dict, can_administer: bool) -> dict:
+    """One audit line: who, when, what (as parts: text, code, links) and why."""
+    payload = change.payload if isinstance(change.payload, dict) else {}
+    verb = VERBS.get(change.kind, change.kind)
+    family = change.kind.split(".")[0]
+    what: list[tuple[str, str, str | None]] = []  # (form: text | code, text, url)
+
+    def subject(url: str | None = None):
+        what.append(("code", change.subject_id, url))
+
+    if family == "flag":
+        what += [("text", f"{verb} flag", None), ("code", payload.get("kind", "?"), None)]
+        what.append(("text", f"on {change.subject_type}", None))
+        subject(_task_url(change, task_pks))
+    elif family == "action":
+        what += [("text", "Action", None), ("code", payload.get("kind", "?"), None)]
+        what.append(("text", "on task", None))
+        subject(_task_url(change, task_pks))
+        what.append(("text", f"{verb}", None))
+    elif family == "user":
+        what.append(("text", verb, None))
+        subject(reverse("web:admin-users") if can_administer else None)
+        if change.kind == "user.role":
+            what.append(("text", f"to {payload.get('role')}", None))
+            if payload.get("previous"):
+                what.append(("text", f"(was {payload['previous']})", None))
+        elif payload.get("role"):
+            what.append(("text", f"with the {payload['role']} role", None))
+    elif family == "source":
+        what.append(("text", verb, None))
+        subject(reverse("web:admin-sources") if can_administer else None)
+        if change.kind == "source.connector":
+            what.append(("text", f"to {payload.get('connector') or 'none'}", None))
+        elif change.kind == "source.created":
+            what.append(("text", f"with scopes {payload.get('scopes', '?')}", None))
+    elif family == "dead_letter":
+        what.append(("text", verb, None))
+        url = None
+        if can_administer and change.subject_id.isdigit():
+            url = reverse("web:admin-dead-letter", args=[int(change.subject_id)])
+        what.append(("code", f"#{change.subject_id}", url))
+        if payload.get("event"):
+            what.append(("text", f"(event {payload['event']})", None))
+    else:
+        what.append(("text", verb, None))
+        subject()
+    why = [
+        (label, str(payload[key]))
+        for key, label in (("reason", "reason"), ("error", "error"), ("until", "until"))
+        if payload.get(key)
+    ]
+    return {
+        "change": change,
+        "actor": payload.get("actor") or "",
+        "what": what,
+        "why": why,
+    }
+
+
+def _task_url(change: Change, task_pks: dict) -> str | None:
+    pk = task_pks.get((change.namespace_id, change.subject_id))
+    return reverse("web:task-detail", args=[pk]) if pk else None
+
+
+@login_required
+@require_safe
+def audit(request):
+    category = request.GET.get("kind", "")
+    if category not in CATEGORIES:
+        category = ""
+    actor = (request.GET.get("actor") or "").strip()
+    cursor = request.GET.get("cursor")
+    page = audit_changes(category, actor, cursor)
+    more = len(page) > PAGE_SIZE
+    page = page[:PAGE_SIZE]
+    task_pks = _task_pks(page)
+    can_administer = request.user.has_perm(ADMINISTER_PERMISSION)
+    active = {k: v for k, v in (("kind", category), ("actor", actor)) if v}
+    context = {
+        "nav": "audit",
+        "entries": [entry(change, task_pks, can_administer) for change in page],
+        "filters": {"kind": category, "actor": actor},
+        "categories": CATEGORY_CHOICES,
+        "filtered": bool(active),
+        "paged": bool(cursor),
+        "next_query": urlencode({**active, "cursor": encode(page[-1].pk)}) if more else None,
+    }
+    template = "web/audit.html#rows" if _wants_partial(request) else "web/audit.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
