@@ -95,6 +95,11 @@ class Connector(ABC):
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         """Stop the running work of `outgoing.thread_id` (cancel)."""
 
+    def check_connection(self, *, timeout: float) -> str:
+        """Reach the orchestrator without acting and say what answered (for the source's
+        settings page); ConnectorError saying why when it cannot be reached."""
+        return f"the {self.label} connector has nothing to reach"
+
     def perform(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if outgoing.kind == "cancel":
             return self.stop_run(outgoing, timeout=timeout)

@@ -196,8 +196,14 @@ def _preview_continue(preview: Preview, child: str | None, message: str | None) 
     preview.text = continue_text(preview.task, message)
     preview.affects.append(
         f"The child thread {child} gets this message and starts a new run; a run started "
-        "by a message is a follow-up (contract §4), so its result is not this task's."
+        "by a message is a follow-up (contract §4): its result is not counted as this "
+        "task's latest result."
     )
+    if preview.task.flags.filter(state="open", kind="transient_failure").exists():
+        preview.affects.append(
+            "transient_failure stays open while the orchestrator still reports the task "
+            "failed; resolve it with a reason once the child has finished."
+        )
 
 
 def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | None) -> None:
@@ -221,6 +227,11 @@ def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | 
         )
     if preview.task.status not in ("cancelled", "interrupted"):
         preview.affects.append("The orchestrator should then report the task cancelled.")
+    if preview.task.flags.filter(state="open", kind="duplicate_delegation").exists():
+        preview.affects.append(
+            "duplicate_delegation stays open (it records that the task was delegated "
+            "twice): resolve it with a reason once the cancel has gone through."
+        )
 
 
 def _bind_connector(preview: Preview) -> None:
