@@ -185,6 +185,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {"visibility_timeout": 3600}
 )
+if CELERY_BROKER_URL.startswith("filesystem"):
+    # Kombu's own writes a message file in two steps a worker can fall between.
+    CELERY_BROKER_TRANSPORT = "supervisor.broker:Transport"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
