@@ -195,6 +195,8 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Time-based flags open within one interval of their time; lost evaluations are redone.
 SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
+# How often the T3 Code sources' state databases are read for new rows.
+SUPERVISOR_T3_FOLLOW_INTERVAL = float(env("SUPERVISOR_T3_FOLLOW_INTERVAL", "1"))
 CELERY_BEAT_SCHEDULE = {
     # A sweep not started within its interval is dropped: the next one does its work,
     # and a busy worker does not pile sweeps up.
@@ -202,6 +204,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "supervisor.sweep",
         "schedule": SUPERVISOR_SWEEP_INTERVAL,
         "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
+    },
+    "follow_t3": {
+        "task": "supervisor.follow_t3",
+        "schedule": SUPERVISOR_T3_FOLLOW_INTERVAL,
+        "options": {"expires": SUPERVISOR_T3_FOLLOW_INTERVAL},
     },
 }
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 class Capabilities:
     message: bool  # can send a message to a thread (continue, deliver)
     stop: bool  # can stop a thread's running work (cancel)
+    stop_needs_run: bool = False  # stopping names a run: without a running one, no cancel
 
     def allows(self, kind: str) -> bool:
         return self.stop if kind == "cancel" else self.message

@@ -9,6 +9,7 @@ from .base import Connector, SettingsError
 # Dotted paths, imported when needed: connector modules import Django models.
 CONNECTORS = {
     "simulator": "supervisor.connectors.simulator.connector.SimulatorConnector",
+    "t3code": "supervisor.connectors.t3code.connector.T3CodeConnector",
     "webhook": "supervisor.connectors.webhook.connector.WebhookConnector",
 }
 

@@ -247,9 +247,16 @@ def _bind_connector(preview: Preview) -> None:
     except SettingsError as exc:
         preview.refusal = f"source {source.name}'s connector is misconfigured: {exc}"
         return
-    if not connector.capabilities().allows(preview.kind):
+    capabilities = connector.capabilities()
+    if not capabilities.allows(preview.kind):
         what = "stop runs" if preview.kind == "cancel" else "send messages"
         preview.refusal = f"the {connector.label} connector of {source.name} cannot {what}"
+        return
+    if preview.kind == "cancel" and preview.run is None and capabilities.stop_needs_run:
+        preview.refusal = (
+            f"no run of the child thread {preview.target_thread} is running, and "
+            f"{connector.label} stops runs, not threads: there is nothing to stop"
+        )
         return
     preview.source, preview.connector_label = source, connector.label
 

@@ -63,7 +63,9 @@ class TaskDelegated(Data):
     parent_thread: Id
     child_thread: Id | None = None
     title: StrictStr
-    mode: Literal["async", "wait"]
+    # A compatible extension: followers of orchestrators that do not store the mode (T3)
+    # leave it out rather than guess; no rule reads it.
+    mode: Literal["async", "wait"] | None = None
     prompt: Text = None
     client_request_id: Text = None
     parent_run: Id | None = None

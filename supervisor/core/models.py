@@ -389,3 +389,37 @@ class Change(models.Model):
     subject_type = models.CharField(max_length=10)
     subject_id = models.CharField(max_length=500)
     payload = models.JSONField(default=dict)
+
+
+class FollowState(models.Model):
+    """Where a follower of an orchestrator's own database stands (T3 Code's state file):
+    the last row read, what it remembers of the entities it diffs against, which file that
+    was, and what it could not understand. Saved in the ingest's transaction, so a crash
+    never loses or doubles a row."""
+
+    source = models.OneToOneField(Source, on_delete=models.CASCADE, related_name="follow_state")
+    # The last `sequence` read (0: none); rows after it are still to be read.
+    position = models.BigIntegerField(default=0)
+    # The entities as last seen (statuses, rosters, texts): each row is diffed against it.
+    memory = models.JSONField(default=dict)
+    # The file followed and how to know it again: a replaced file is imported afresh.
+    db_path = models.TextField(default="")
+    db_inode = models.BigIntegerField(null=True)
+    db_marker = models.CharField(max_length=300, default="")
+    # The id of the row at `position`: another there means the log was rewritten.
+    last_event_id = models.CharField(max_length=300, default="")
+    imported_at = models.DateTimeField(null=True)
+    imports = models.IntegerField(default=0)
+    rows_read = models.BigIntegerField(default=0)
+    # Rows with nothing for Supervisor (older versions' rows, types it does not map).
+    rows_skipped = models.BigIntegerField(default=0)
+    # Rows, values and columns not understood: counted by name in `unknown`, never fatal.
+    rows_unknown = models.BigIntegerField(default=0)
+    values_unknown = models.BigIntegerField(default=0)
+    unknown = models.JSONField(default=dict)
+    events_sent = models.BigIntegerField(default=0)
+    last_error = models.TextField(default="", blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.source} at {self.position}"

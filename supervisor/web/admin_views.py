@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -25,6 +26,7 @@ from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
 from supervisor.connectors import registry
+from supervisor.connectors.base import ConnectorError, SettingsError
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
 from supervisor.core.models import DeadLetter, Namespace, Source
 from supervisor.core.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
@@ -146,6 +148,24 @@ def source_connector(request, pk: int):
         messages.success(request, f"{source.name} is now acted for by the {connector} connector.")
     else:
         messages.success(request, f"{source.name} has no connector now: nothing acts for it.")
+    return redirect("web:admin-source", pk=source.pk)
+
+
+@administer_required
+@require_POST
+def source_test(request, pk: int):
+    """Reach the source's orchestrator through its connector, acting on nothing, and say
+    what answered (or why nothing did)."""
+    source = get_object_or_404(_visible_sources(), pk=pk)
+    try:
+        connector = registry.connector_for(source)
+        if connector is None:
+            messages.error(request, f"{source.name} has no connector: there is nothing to test.")
+        else:
+            answer = connector.check_connection(timeout=settings.SUPERVISOR_ACTIONS["timeout"])
+            messages.success(request, f"Connection test of {source.name}: {answer}")
+    except (ConnectorError, SettingsError) as exc:
+        messages.error(request, f"Connection test of {source.name} failed: {exc}")
     return redirect("web:admin-source", pk=source.pk)
 
 

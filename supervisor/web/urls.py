@@ -20,6 +20,7 @@ urlpatterns = [
     path(
         "admin/sources/<int:pk>/connector/", admin.source_connector, name="admin-source-connector"
     ),
+    path("admin/sources/<int:pk>/test/", admin.source_test, name="admin-source-test"),
     path("admin/sources/<int:pk>/revoke/", admin.source_revoke, name="admin-source-revoke"),
     path("admin/sources/<int:pk>/rotate/", admin.source_rotate, name="admin-source-rotate"),
     path("admin/users/", admin.users, name="admin-users"),

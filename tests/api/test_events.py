@@ -269,3 +269,12 @@ def test_the_same_task_id_in_two_namespaces_is_two_tasks(client):
     post(client, one, {"events": [delegated()]})
     post(client, two, {"events": [delegated()]})
     assert Task.objects.filter(task_id="task:1").count() == 2
+
+
+def test_a_delegation_may_leave_the_mode_out(client, source):
+    """A compatible extension of contract §3: T3 stores no mode, its follower sends none."""
+    event = delegated()
+    del event["data"]["mode"]
+    response = post(client, source.token, {"events": [event]})
+    assert response.json() == {"accepted": 1, "duplicates": 0, "rejected": []}
+    assert Task.objects.get(task_id="task:1").mode is None

@@ -100,6 +100,8 @@ MATRIX = [
     ("/admin/sources/{source}/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     ("/admin/sources/{source}/connector/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
     ("/admin/sources/{source}/connector/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
+    ("/admin/sources/{source}/test/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/sources/{source}/test/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
     ("/admin/sources/{source}/revoke/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
     ("/admin/sources/{source}/revoke/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
     ("/admin/sources/{source}/rotate/", "GET", {**ADMIN_ONLY, ADMIN: 405}),

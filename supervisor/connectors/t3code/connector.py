@@ -1,0 +1,137 @@
+"""The T3 Code connector's acting side: each action is one `orchestration.dispatchCommand`
+call on T3's WebSocket API (`rpc`).
+
+- continue and deliver: `message.dispatch` of the action's text to its target thread
+  (the child for continue, the parent for deliver), as a user message; T3 starts a run,
+  steers the active one or queues after it (`deliveryIntent: auto`).
+- cancel: `run.interrupt` of the child's running run.
+
+The command id (and the message id) derive from the action's idempotency key: T3 takes a
+command id once and answers a resend with the first result, so a worker that dies after
+sending and sends again does not deliver twice. Command shapes follow T3's contracts
+(`packages/contracts/src/orchestrationV2.ts`, `OrchestrationV2Command`).
+
+One call is one attempt: the worker retries with backoff, guided by
+`ConnectorError.retryable`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from . import rpc
+from . import settings as t3_settings
+
+DISPATCH = "orchestration.dispatchCommand"
+DETAIL_LIMIT = 2000
+
+
+class T3CodeConnector(Connector):
+    name = "t3code"
+    label = "T3 Code"
+
+    @classmethod
+    def check_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        return t3_settings.check_settings(settings)
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(message=True, stop=True, stop_needs_run=True)
+
+    def send_message(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        if not outgoing.text:
+            raise ConnectorError("there is no text to send", retryable=False)
+        return self.dispatch(message_dispatch(outgoing), timeout=timeout)
+
+    def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
+        if not outgoing.run_id:
+            # T3 stops runs, not threads: without a run there is nothing to name.
+            raise ConnectorError(
+                "no running run of the child is known to stop; wait until its run is "
+                "reported, then cancel again",
+                retryable=False,
+            )
+        return self.dispatch(run_interrupt(outgoing), timeout=timeout)
+
+    def dispatch(self, command: dict[str, Any], *, timeout: float) -> Receipt:
+        """Send `command` once; a Receipt when T3 took it, ConnectorError otherwise."""
+        reply = rpc.call(
+            self.settings["url"],
+            self.token(),
+            DISPATCH,
+            command,
+            # The caller's budget (its task time limit) and the operator's limit both hold.
+            timeout=min(timeout, self.settings["timeout"]),
+        )
+        detail = json.dumps(reply.value, ensure_ascii=False)[:DETAIL_LIMIT]
+        return Receipt(
+            status="ok",
+            detail=detail,
+            extra={"command_id": command["commandId"], "answer": reply.value},
+        )
+
+    def check_connection(self, *, timeout: float) -> str:
+        answered = rpc.ping(
+            self.settings["url"], self.token(), timeout=min(timeout, self.settings["timeout"])
+        )
+        server = f" (server: {answered.server})" if answered.server else ""
+        return (
+            f"T3 answered at {answered.where}{server}: the token was accepted and its RPC "
+            f"server answered a ping in {answered.seconds * 1000:.0f} ms"
+        )
+
+    def token(self) -> str:
+        token = self.settings["token"]
+        if not token:
+            raise ConnectorError(
+                "the t3code connector has no token: issue one with `t3 auth session issue "
+                "--token-only` and put it in the source's connector settings as token",
+                retryable=False,
+            )
+        return token
+
+
+# --- the commands -------------------------------------------------------------------
+
+
+def message_dispatch(outgoing: Outgoing) -> dict[str, Any]:
+    """Send `outgoing.text` to `outgoing.thread_id` as a user message."""
+    return {
+        "type": "message.dispatch",
+        "commandId": command_id(outgoing),
+        "threadId": outgoing.thread_id,
+        "messageId": derived_id("message", outgoing),
+        "text": outgoing.text,
+        "attachments": [],
+        # What T3's own clients send for a person's message; an operator acted by hand.
+        "createdBy": "user",
+        "creationSource": "server",
+        # T3 decides: start a run when the thread is idle, steer or queue when it is busy.
+        "deliveryIntent": "auto",
+        "dispatchMode": {"type": "start_immediately"},
+    }
+
+
+def run_interrupt(outgoing: Outgoing) -> dict[str, Any]:
+    """Stop `outgoing.run_id`, a run of `outgoing.thread_id`."""
+    reason = f"cancelled via Supervisor by {outgoing.actor}"
+    if outgoing.reason:
+        reason += f": {outgoing.reason}"
+    return {
+        "type": "run.interrupt",
+        "commandId": command_id(outgoing),
+        "threadId": outgoing.thread_id,
+        "runId": outgoing.run_id,
+        "reason": reason,
+    }
+
+
+def command_id(outgoing: Outgoing) -> str:
+    return derived_id("command", outgoing)
+
+
+def derived_id(kind: str, outgoing: Outgoing) -> str:
+    # T3's derived ids nest other ids percent-encoded; the key may hold any character.
+    return f"supervisor:{kind}:{quote(outgoing.idempotency_key, safe='')}"

@@ -1,0 +1,1047 @@
+"""T3 Code's rows as contract events: a pure translation, given what was seen last.
+
+T3 stores whole entities (a subagent, a run, a provider thread's roster, a message, a
+context transfer) and rewrites them in place; each event row carries the entity after
+the change. `Mapper` diffs each one against its memory (a JSON-able dict that the
+follower keeps beside its cursor) and says what changed in the contract's words
+(docs/event-contract.md §3; t3code-facts.md for T3's side):
+
+- an `app_owned` subagent is a task: first sight `task.delegated`, each status change
+  `task.reported` (its `result` is the summary once it is final);
+- a `provider_native` subagent, and each entry of a provider thread's
+  `pendingBackgroundTasks`, is a background item: it appears (`background.started`, by
+  the run the row names), it leaves (`background.finished`);
+- a message with a `notification` is a wake (`wake.queued`), carrying for a task the
+  text handed to the parent (the subagent's `result`, else the notice's `detail`); a
+  command or monitor notice names no item, so it is matched to the roster entry that
+  left just before (and whose description its text names);
+- a run is `run.requested` with the trigger of the message that started it (a notice:
+  `wake`; the child's first run: `delegation`), `run.started`, `run.finished` with its
+  last assistant text; the run a notice started, or the run it was steered into, is
+  where that wake was delivered;
+- a `subagent_result` context transfer names the task's result run, and for a task whose
+  result went back in the tool call (`wait`) it is the delivery itself.
+
+Event ids are derived from the facts (an entity id, a status and its time), never from
+the row that told them, so importing the projections and following the log say the same
+fact with the same id: a second telling is a duplicate, not a double.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from supervisor.core.contract import TaskDelegated
+
+from .schema import Row
+
+# Event types this follower maps; the others T3 writes are known and carry nothing here.
+THREAD_TYPES = frozenset(
+    {
+        "thread.created",
+        "thread.archived",
+        "thread.unarchived",
+        "thread.deleted",
+        "thread.metadata-updated",
+        "thread.runtime-mode-updated",
+        "thread.interaction-mode-updated",
+        "thread.model-selection-updated",
+        "thread.provider-switched",
+    }
+)
+IGNORED_TYPES = frozenset(
+    {
+        "run-attempt.created",
+        "run-attempt.updated",
+        "node.updated",
+        "provider-session.attached",
+        "provider-session.updated",
+        "provider-session.detached",
+        "provider-turn.updated",
+        "runtime-request.updated",
+        "plan.updated",
+        "checkpoint-scope.created",
+        "checkpoint.captured",
+        "checkpoint.rollback-requested",
+        "context-handoff.updated",
+    }
+)
+
+RUN_FINISHED = {
+    "completed": "completed",
+    "failed": "failed",
+    "interrupted": "interrupted",
+    "cancelled": "cancelled",
+}
+RUN_UNDER_WAY = frozenset({"preparing", "queued", "starting", "running", "waiting"})
+# T3's subagent statuses in the contract's: `pending` is accepted work about to run,
+# `idle` is settled but resumable (not terminal).
+TASK_STATUS = {
+    "pending": "running",
+    "running": "running",
+    "idle": "waiting",
+    "waiting": "waiting",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+    "interrupted": "interrupted",
+}
+TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
+ITEM_FINISHED = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
+WAKE_OUTCOMES = frozenset({"completed", "failed", "cancelled", "updated"})
+ROSTER_KINDS = {"subagent": "subagent", "command": "command", "monitor": "monitor"}
+# Rosters written before kinds existed name Claude's own task types.
+LEGACY_TASK_TYPES = {"local_bash": "command", "local_agent": "subagent", "monitor": "monitor"}
+# Notification source kinds -> the item kinds they report on (None: any).
+NOTICE_KINDS: dict[str, frozenset[str] | None] = {
+    "command": frozenset({"command", "other"}),
+    "background_command": frozenset({"command", "other"}),
+    "monitor": frozenset({"monitor", "other"}),
+    "subagent": frozenset({"subagent", "other"}),
+    "background_task": None,
+}
+# The contract requires `mode`, T3 does not store it: until the contract lets it be left
+# out, a task whose mode no stored field tells is sent as "async".
+MODE_REQUIRED = TaskDelegated.model_fields["mode"].is_required()
+REPORTED, DELIVERED = 1, 2  # what a transfer has told
+ACTIVITY_EVERY = 30  # seconds: the contract's throttle for run.activity
+# Bounds on what memory keeps of things that may never be settled.
+KEEP_TASKS = 50_000
+KEEP_NATIVES = 20_000
+KEEP_MESSAGES = 20_000
+KEEP_RUNS = 20_000
+KEEP_DEPARTED = 20
+KEEP_TRANSFERS = 20_000
+
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+class Lookup(Protocol):
+    """What the mapper may read from the projections when its memory has nothing."""
+
+    def message(self, message_id: str) -> Any: ...
+
+    def last_assistant_text(self, run_id: str) -> str | None: ...
+
+
+def event_id(event_type: str, *key: Any) -> str:
+    """A stable id for a fact: the contract type and a digest of what identifies it."""
+    text = "\x1f".join("" if part is None else str(part) for part in key)
+    return f"t3:{event_type}:{hashlib.blake2b(text.encode(), digest_size=12).hexdigest()}"
+
+
+def item_id(thread: str, task_id: str) -> str:
+    """A roster entry's item: its task id is the provider's, unique within the thread."""
+    return f"{thread}:bg:{task_id}"
+
+
+class Mapper:
+    """Translates rows one at a time into contract events, updating `memory` as it goes.
+
+    `memory` is the follower's to keep: after the events of a batch are stored, the
+    memory must be stored with them (same transaction), else a replay would differ.
+    """
+
+    def __init__(
+        self, memory: dict | None = None, *, env: str | None = None, lookup: Lookup | None = None
+    ):
+        self.memory = memory if memory is not None else {}
+        for section in (
+            "tasks",
+            "children",
+            "natives",
+            "rosters",
+            "departed",
+            "messages",
+            "runs",
+            "texts",
+            "pending",
+            "transfers",
+        ):
+            self.memory.setdefault(section, {})
+        self.env = env
+        self.lookup = lookup
+        self.out: list[dict] = []
+        self.skipped = 0  # rows with nothing for Supervisor
+        self.unknown_rows = 0  # rows not understood
+        self.unknown_values = 0  # values outside T3's known enumerations
+        self.unknown: Counter[str] = Counter()
+        self._started_by: set[str] = set()  # an import: messages that started a run
+        self._importing = False
+        # Indexes over memory, built when first needed and kept up as it changes.
+        self._rosters_by_thread: dict[str, set[str]] | None = None
+        self._natives_by_thread: dict[str, set[str]] | None = None
+        self._tasks_by_child: dict[str, set[str]] | None = None
+
+    # --- entry points ---------------------------------------------------------------
+
+    def map_rows(self, rows: Iterable[Row]) -> list[dict]:
+        for row in rows:
+            self.map_row(row)
+        return self.take()
+
+    def take(self) -> list[dict]:
+        out, self.out = self.out, []
+        return out
+
+    def map_row(self, row: Row) -> None:
+        if row.aggregate_kind not in (None, "thread") or row.version not in (None, 2):
+            self.skipped += 1  # an older version's row, or another aggregate
+            return
+        kind = row.event_type
+        if not isinstance(row.payload, dict):
+            self._unknown_row(f"payload:{kind}")
+            return
+        metadata = row.metadata if isinstance(row.metadata, dict) else {}
+        if kind in THREAD_TYPES:
+            self.thread(row.payload, row.occurred_at, created=kind == "thread.created")
+        elif kind in ("run.created", "run.updated"):
+            self.run(row.payload, row.occurred_at)
+        elif kind == "subagent.updated":
+            self.subagent(row.payload, row.occurred_at)
+        elif kind == "provider-thread.updated":
+            self.roster(row.payload, row.occurred_at, run=metadata.get("runId"))
+        elif kind == "message.updated":
+            self.message(row.payload, row.occurred_at)
+        elif kind in ("context-transfer.created", "context-transfer.updated"):
+            self.transfer(row.payload, row.occurred_at)
+        elif kind == "turn-item.updated":
+            self.activity(row.payload, row.occurred_at)
+        elif kind in IGNORED_TYPES:
+            self.skipped += 1
+        else:
+            self._unknown_row(f"event_type:{kind}")
+
+    def import_state(
+        self,
+        *,
+        threads: list,
+        subagents: list,
+        provider_threads: list,
+        messages: list,
+        runs: list,
+        transfers: list,
+        texts: dict[str, tuple[str, str]],
+    ) -> list[dict]:
+        """The projections' current state as if each entity had just been seen whole:
+        the same ids as following would give the same facts."""
+        for payload in threads:
+            self._guard(self.thread, payload)
+        # Tasks before native subagents and rosters: a roster entry may be a subagent's.
+        for payload in sorted(
+            (p for p in subagents if isinstance(p, dict)),
+            key=lambda p: (
+                p.get("origin") != "app_owned",
+                _text(p.get("startedAt")) or _text(p.get("updatedAt")),
+            ),
+        ):
+            self._guard(self.subagent, payload)
+        for payload in provider_threads:
+            self._guard(self.roster, payload)
+        self._importing = True
+        self._started_by = {
+            p["userMessageId"] for p in runs if isinstance(p, dict) and p.get("userMessageId")
+        }
+        for payload in sorted(
+            (p for p in messages if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
+        ):
+            self._guard(self.message, payload)
+        for run_id, (created, text) in texts.items():
+            self.memory["texts"][run_id] = [created, text]
+        for payload in sorted(
+            (p for p in runs if isinstance(p, dict)),
+            key=lambda p: (_text(p.get("threadId")), _ordinal(p.get("ordinal")) or 0),
+        ):
+            self._guard(self.run, payload)
+        for payload in sorted(
+            (p for p in transfers if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
+        ):
+            self._guard(self.transfer, payload)
+        self._started_by, self._importing = set(), False
+        # Texts of runs still under way stay; the others were used.
+        self.memory["texts"] = {
+            run_id: value
+            for run_id, value in self.memory["texts"].items()
+            if run_id in self.memory["runs"]
+        }
+        return self.take()
+
+    def _guard(self, handler, payload, occurred=None) -> None:
+        if isinstance(payload, dict):
+            handler(payload, occurred)
+        else:
+            self._unknown_row("payload:projection")
+
+    # --- threads --------------------------------------------------------------------
+
+    def thread(self, p: dict, occurred: str | None, *, created: bool = False) -> None:
+        thread = _text(p.get("id")) or None
+        if thread is None:
+            self._unknown_value("thread.id")
+            return
+        # Described when made, and again (later) when its title or parent changes.
+        first, then = ("createdAt", "updatedAt") if created else ("updatedAt", "createdAt")
+        at = self._at(p.get(first), p.get(then), occurred)
+        if at is None:
+            return
+        title = p.get("title") if isinstance(p.get("title"), str) else None
+        parent = p.get("parentThreadId") if isinstance(p.get("parentThreadId"), str) else None
+        provider = _first_text(p.get("providerInstanceId"), p.get("defaultProvider"))
+        selection = p.get("modelSelection")
+        model = _text(selection.get("model")) or None if isinstance(selection, dict) else None
+        data = {
+            "thread": thread,
+            "title": title,
+            "parent_thread": parent,
+            "provider": provider,
+            "model": model,
+        }
+        # The content is the fact: telling the same thread again is a duplicate.
+        self._emit("thread.seen", (thread, title, parent, provider, model), at, data)
+
+    # --- subagents: tasks and native background work --------------------------------
+
+    def subagent(self, p: dict, occurred: str | None) -> None:
+        origin = p.get("origin")
+        if not _text(p.get("id")) or not _text(p.get("threadId")):
+            self._unknown_value("subagent.id")
+        elif origin == "app_owned":
+            self.task(p, occurred)
+        elif origin == "provider_native":
+            self.native(p, occurred)
+        else:
+            self._unknown_value(f"subagent.origin:{origin}")
+
+    def task(self, p: dict, occurred: str | None) -> None:
+        tasks = self.memory["tasks"]
+        task_id, parent = p["id"], p["threadId"]
+        child = _text(p.get("childThreadId")) or None
+        known = tasks.get(task_id)
+        if known is None:
+            at = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
+            if at is None:
+                return
+            _bound(tasks, KEEP_TASKS - 1)
+            known = tasks[task_id] = {
+                "parent": parent,
+                "run": _text(p.get("runId")) or None,
+                "child": None,
+                "at": at,
+                "status": None,
+                "result": None,
+                "result_run": None,
+                "waits": _waits(p),
+            }
+        if child and known["child"] != child:
+            # A child thread's first run is its first task's (later ones are follow-ups).
+            self.memory["children"].setdefault(child, task_id)
+            if known["child"] and self._tasks_by_child is not None:
+                self._tasks_by_child.get(known["child"], set()).discard(task_id)
+            known["child"] = child
+            if self._tasks_by_child is not None:
+                self._tasks_by_child.setdefault(child, set()).add(task_id)
+        if "told" not in known or known["told"] != known["child"]:
+            known["told"] = known["child"]
+            self._delegated(task_id, p, known)
+        status = p.get("status")
+        mapped = TASK_STATUS.get(status)
+        if mapped is None:
+            self._unknown_value(f"subagent.status:{status}")
+            return
+        result = p.get("result") if isinstance(p.get("result"), str) else None
+        if mapped in TERMINAL and result is not None:
+            known["result"] = result
+        if mapped == known["status"]:
+            return
+        final = mapped in TERMINAL
+        at = self._at(p.get("completedAt") if final else None, p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        known["status"] = mapped
+        self._report(task_id, known, mapped, at, key=(task_id, mapped, at))
+
+    def _delegated(self, task_id: str, p: dict, known: dict) -> None:
+        mode = known["waits"]
+        data = {
+            "task": task_id,
+            "parent_thread": known["parent"],
+            "child_thread": known["child"],
+            "title": _text(p.get("title")),
+            "prompt": p.get("prompt") if isinstance(p.get("prompt"), str) else None,
+            "parent_run": known["run"],
+            "mode": None if mode is None else ("wait" if mode else "async"),
+        }
+        if data["mode"] is None and MODE_REQUIRED:
+            data["mode"] = "async"
+        # Told again, with the same `at`, once the child thread is known: the id with
+        # the child extends the one without, so it sorts after it and wins the tie
+        # (contract §4) without moving the delegation's time.
+        child = known["child"]
+        suffix = ":child:" + event_id("", child).rsplit(":", 1)[1] if child else ""
+        self._emit("task.delegated", (task_id,), known["at"], data, suffix=suffix)
+
+    def _report(self, task_id: str, known: dict, status: str, at: str, *, key) -> None:
+        final = status in TERMINAL
+        self._emit(
+            "task.reported",
+            key,
+            at,
+            {
+                "task": task_id,
+                "status": status,
+                "summary": known["result"] if final else None,
+                "result_run": known["result_run"] if final else None,
+            },
+        )
+
+    def native(self, p: dict, occurred: str | None) -> None:
+        natives = self.memory["natives"]
+        sub_id, thread = p["id"], p["threadId"]
+        status = p.get("status")
+        if status not in TASK_STATUS:
+            self._unknown_value(f"subagent.status:{status}")
+            return
+        final = TASK_STATUS[status] in TERMINAL
+        run = _text(p.get("runId")) or None
+        known = natives.get(sub_id)
+        # Resumed in another run after it ended: new background work of that run.
+        if known is None or (known["finished"] and not final and run != known["run"]):
+            generation = 1 if known is None else known["generation"] + 1
+            at = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
+            if at is None:
+                return
+            _bound(natives, KEEP_NATIVES - 1)
+            self._natives_of(thread).add(sub_id)
+            known = natives[sub_id] = {
+                "thread": thread,
+                "item": sub_id if generation == 1 else f"{sub_id}#{generation}",
+                "run": run,
+                "generation": generation,
+                "finished": False,
+                "child": _text(p.get("childThreadId")) or None,
+                "title": _text(p.get("title")) or None,
+            }
+            label = _text(p.get("title")) or _first_line(p.get("prompt"))
+            self._emit(
+                "background.started",
+                (known["item"],),
+                at,
+                {
+                    "thread": thread,
+                    "item": known["item"],
+                    "kind": "subagent",
+                    "run": run,
+                    "label": label or None,
+                },
+            )
+        if final and not known["finished"]:
+            at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
+            if at is None:
+                return
+            known["finished"] = True
+            self._emit(
+                "background.finished",
+                (known["item"],),
+                at,
+                {"thread": thread, "item": known["item"], "status": ITEM_FINISHED.get(status)},
+            )
+            self._departed(
+                thread, known["item"], "subagent", _text(p.get("title")), known["child"], at
+            )
+
+    # --- the background roster ------------------------------------------------------
+
+    def roster(self, p: dict, occurred: str | None, run: str | None = None) -> None:
+        provider_thread = _text(p.get("id"))
+        rosters = self.memory["rosters"]
+        before = rosters.get(provider_thread, {"thread": None, "tasks": {}})
+        thread = _text(p.get("appThreadId")) or before["thread"]
+        if not provider_thread or not thread:
+            self.skipped += 1  # a provider thread bound to no app thread
+            return
+        at = self._at(p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        entries = self._entries(p.get("pendingBackgroundTasks"))
+        run = _text(run) or None
+        natives_by_child = {
+            native["child"]
+            for native in map(self.memory["natives"].get, self._natives_of(thread))
+            if native and native.get("child")
+        }
+        for task_id, entry in entries.items():
+            if task_id in before["tasks"]:
+                continue
+            kind, description, child = entry
+            if kind == "subagent" and child in natives_by_child:
+                continue  # the native subagent's own row stands for it
+            item = item_id(thread, task_id)
+            self._emit(
+                "background.started",
+                (item,),
+                at,
+                {"thread": thread, "item": item, "kind": kind, "run": run, "label": description},
+            )
+        for task_id, entry in before["tasks"].items():
+            if task_id in entries:
+                continue
+            kind, description, child = entry
+            if kind == "subagent" and child in natives_by_child:
+                continue
+            item = item_id(before["thread"] or thread, task_id)
+            self._emit(
+                "background.finished",
+                (item,),
+                at,
+                {"thread": before["thread"] or thread, "item": item},
+            )
+            self._departed(before["thread"] or thread, item, kind, description, child, at)
+        if entries:
+            rosters[provider_thread] = {"thread": thread, "tasks": entries}
+        else:
+            rosters.pop(provider_thread, None)  # nothing listed: nothing to remember
+        if before["thread"] != thread:
+            if before["thread"]:
+                self._rosters_of(before["thread"]).discard(provider_thread)
+            self._rosters_of(thread).add(provider_thread)
+
+    def _entries(self, raw: Any) -> dict[str, list]:
+        entries: dict[str, list] = {}
+        for entry in raw if isinstance(raw, list) else []:
+            task_id = _text(entry.get("taskId")) if isinstance(entry, dict) else ""
+            if not task_id:
+                self._unknown_value("pendingBackgroundTasks.taskId")
+                continue
+            kind = entry.get("kind")
+            if kind is None:
+                kind = LEGACY_TASK_TYPES.get(entry.get("taskType"), "other")
+            elif kind == "background_task":
+                kind = "other"
+            elif kind in ROSTER_KINDS:
+                kind = ROSTER_KINDS[kind]
+            else:
+                self._unknown_value(f"pendingBackgroundTasks.kind:{kind}")
+                kind = "other"
+            description = _text(entry.get("description")) or None
+            entries[task_id] = [kind, description, _text(entry.get("childThreadId")) or None]
+        return entries
+
+    def _departed(self, thread, item, kind, description, child, at) -> None:
+        departed = self.memory["departed"].setdefault(thread, [])
+        departed.append([item, kind, description, child, at])
+        del departed[:-KEEP_DEPARTED]
+
+    # --- messages: notices (wakes), start messages, final texts ----------------------
+
+    def message(self, p: dict, occurred: str | None) -> None:
+        message_id, thread = _text(p.get("id")), _text(p.get("threadId"))
+        if not message_id or not thread:
+            self._unknown_value("message.id")
+            return
+        role = p.get("role")
+        run = _text(p.get("runId")) or None
+        if role == "assistant":
+            if run and run in self.memory["runs"]:
+                created = _text(p.get("createdAt"))
+                text = p.get("text") if isinstance(p.get("text"), str) else ""
+                last = self.memory["texts"].get(run)
+                if last is None or created >= last[0]:
+                    self.memory["texts"][run] = [created, text]
+                self.activity(p, occurred)
+            return
+        entry = self._remember(p, message_id, thread, role, run, occurred)
+        if entry is None:
+            return
+        # A notice given a run that no run was started by was steered into that run.
+        steered = isinstance(entry, list) and run and entry[0] and not entry[1]
+        if steered and message_id not in self._started_by:
+            at = self._at(p.get("updatedAt"), occurred)
+            if at is not None:
+                entry[1] = 1
+                for wake in entry[0]:
+                    self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": run})
+        for run_id in self.memory["pending"].pop(message_id, []):
+            known = self.memory["runs"].get(run_id)
+            held = known.pop("held", None) if known else None
+            if held:
+                self._request(run_id, held["threadId"], held["ordinal"], held, None, known)
+                if known.get("finished"):
+                    del self.memory["runs"][run_id]
+
+    def _remember(self, p, message_id, thread, role, run, occurred):
+        """What a run started by this message needs to know of it: a notice's wakes and
+        whether they were delivered (`[wakes, delivered]`, kept: each notice is read once),
+        or "m" (a message) and "s" (a scheduled task's), kept only while no run has it."""
+        messages = self.memory["messages"]
+        entry = messages.get(message_id)
+        if entry is not None:
+            return entry
+        notification = p.get("notification")
+        if isinstance(notification, dict):
+            entry = [self.notice(p, notification, thread, occurred), 0]
+        elif role == "user":
+            entry = "s" if p.get("scheduledTaskId") else "m"
+            started = self._importing and message_id in self._started_by
+            if run and not started and message_id not in self.memory["pending"]:
+                return entry  # already in a run: no run will name it as new
+        else:
+            return None  # system messages start no run
+        messages[message_id] = entry
+        _bound(messages, KEEP_MESSAGES)
+        return entry
+
+    def notice(self, p: dict, notification: dict, thread: str, occurred: str | None) -> list:
+        """The wakes a notice queues (their ids), or [] when it is not understood."""
+        source = notification.get("source") if isinstance(notification.get("source"), dict) else {}
+        kind = source.get("kind")
+        at = self._at(p.get("createdAt"), occurred)
+        if at is None:
+            return []
+        outcome = notification.get("outcome")
+        if outcome not in WAKE_OUTCOMES:
+            if outcome != "unknown":
+                self._unknown_value(f"notification.outcome:{outcome}")
+            outcome = None
+        summary = _text(notification.get("summary")) or None
+        detail = notification.get("detail") if isinstance(notification.get("detail"), str) else None
+        message_id = p["id"]
+        if kind == "delegated_task":
+            task_ids = [t for t in source.get("taskIds") or [] if isinstance(t, str) and t]
+            if not task_ids:
+                self._unknown_value("notification.source.taskIds")
+                return []
+            wakes = []
+            for index, task_id in enumerate(task_ids):
+                wake = message_id if index == 0 else f"{message_id}#{index + 1}"
+                task = self.memory["tasks"].get(task_id)
+                # The text handed is the result; the notice's summary is only a headline.
+                text = (task or {}).get("result") or detail
+                child = _text(source.get("childThreadId")) or (task or {}).get("child")
+                self._emit(
+                    "wake.queued",
+                    (wake,),
+                    at,
+                    {
+                        "wake": wake,
+                        "thread": thread,
+                        "source": {"kind": "task", "task": task_id, "thread": child},
+                        "summary": text,
+                        "outcome": outcome,
+                    },
+                )
+                wakes.append(wake)
+            return wakes
+        family = NOTICE_KINDS.get(kind, ...)
+        if family is ...:
+            self._unknown_value(f"notification.source.kind:{kind}")
+            return []
+        if kind == "background_task" and source.get("work") == "subagent":
+            family = NOTICE_KINDS["subagent"]
+        item = self._match(
+            thread, family, source, " ".join(filter(None, (summary, detail))), outcome, at
+        )
+        if item is None:
+            # No roster entry left before it (it left before an import, or never entered
+            # the roster): the notice proves the work existed and ended. It stands as an
+            # item of its own, started by the contract's default run (the thread's latest
+            # run requested by then).
+            item = f"{thread}:bg:notice:{message_id}"
+            if outcome != "updated":
+                item_kind = _item_kind(kind, source)
+                for event_type in ("background.started", "background.finished"):
+                    data = {"thread": thread, "item": item}
+                    if event_type == "background.started":
+                        data.update(kind=item_kind, label=summary)
+                    self._emit(event_type, (item,), at, data)
+        self._emit(
+            "wake.queued",
+            (message_id,),
+            at,
+            {
+                "wake": message_id,
+                "thread": thread,
+                "source": {"kind": "background", "item": item},
+                "summary": summary,
+                "outcome": outcome,
+            },
+        )
+        return [message_id]
+
+    def _match(self, thread, family, source, text, outcome, at) -> str | None:
+        """The item a command, monitor or subagent notice reports on: among the entries
+        that left this thread's roster before it (and those still in it), the one whose
+        description its text names, else the one that left last."""
+        child = _text(source.get("childThreadId")) or None
+        norm = _normalized(text)
+        candidates = []
+        departed = self.memory["departed"].get(thread, [])
+        for index, (item, kind, description, entry_child, left) in enumerate(departed):
+            if family is not None and kind not in family:
+                continue
+            candidates.append((item, description, entry_child, 1, left, ("departed", index)))
+        # Work still listed (a roster that keeps an entry until its wake run starts)
+        # counts only when the notice names it.
+        for roster in map(self.memory["rosters"].get, self._rosters_of(thread)):
+            if not roster or roster["thread"] != thread:
+                continue
+            for task_id, (kind, description, entry_child) in roster["tasks"].items():
+                if (family is None or kind in family) and _names(norm, description):
+                    item = item_id(thread, task_id)
+                    candidates.append((item, description, entry_child, 0, "", None))
+        for native in map(self.memory["natives"].get, self._natives_of(thread)):
+            if not native or native["thread"] != thread or native["finished"]:
+                continue
+            if (family is None or "subagent" in family) and _names(norm, native.get("title")):
+                candidates.append(
+                    (native["item"], native.get("title"), native["child"], 0, "", None)
+                )
+        if not candidates:
+            return None
+
+        def score(candidate):
+            item, description, entry_child, gone, left, _ = candidate
+            named = _names(norm, description)
+            same_child = child is not None and entry_child == child
+            # Left at or before the notice beats left after it (clocks aside).
+            in_time = gone and left <= at
+            return (same_child, named, gone, in_time, left, item)
+
+        best = max(candidates, key=score)
+        if child is not None and best[2] not in (None, child):
+            return None
+        if best[5] is not None and outcome != "updated":
+            del departed[best[5][1]]  # one notice per departure
+            if not departed:
+                del self.memory["departed"][thread]
+        return best[0]
+
+    # --- runs -----------------------------------------------------------------------
+
+    def run(self, p: dict, occurred: str | None) -> None:
+        run_id, thread = _text(p.get("id")), _text(p.get("threadId"))
+        ordinal = _ordinal(p.get("ordinal"))
+        if not run_id or not thread or ordinal is None:
+            self._unknown_value("run.id")
+            return
+        runs = self.memory["runs"]
+        known = runs.get(run_id)
+        if known is None:
+            known = runs[run_id] = {"requested": False, "started": False, "activity": None}
+            _bound(runs, KEEP_RUNS)
+        if not known["requested"]:
+            self._request(run_id, thread, ordinal, p, occurred, known)
+        status = p.get("status")
+        started = p.get("startedAt")
+        if not known["started"] and started and status != "rolled_back":
+            at = self._at(started)
+            if at is not None:
+                known["started"] = True
+                self._emit("run.started", (run_id,), at, {"thread": thread, "run": run_id})
+        if status in RUN_FINISHED:
+            at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
+            if at is None:
+                return
+            text = self._final_text(run_id)
+            self._emit(
+                "run.finished",
+                (run_id,),
+                at,
+                {
+                    "thread": thread,
+                    "run": run_id,
+                    "status": RUN_FINISHED[status],
+                    "summary": text,
+                    # A failed run's error text is its last message.
+                    "error": text if status == "failed" and text else None,
+                },
+            )
+            if known["requested"]:
+                del runs[run_id]
+            else:
+                known["finished"] = True  # forgotten once its start message is read
+        elif status != "rolled_back" and status not in RUN_UNDER_WAY:
+            # rolled_back: undone, neither finished nor failed; the contract has no word.
+            self._unknown_value(f"run.status:{status}")
+
+    def _request(self, run_id, thread, ordinal, p, occurred, known) -> None:
+        at = self._at(p.get("requestedAt"), p.get("createdAt"), occurred)
+        if at is None:
+            return
+        start = _text(p.get("userMessageId")) or None
+        trigger, wakes = self._trigger(thread, ordinal, start)
+        if trigger is None:
+            # Its start message is not read yet: ask again when it is.
+            known["held"] = {
+                k: p.get(k) for k in ("id", "threadId", "ordinal", "requestedAt", "userMessageId")
+            }
+            waiting = self.memory["pending"].setdefault(start, [])
+            if run_id not in waiting:
+                waiting.append(run_id)
+            return
+        known["requested"] = True
+        known.pop("held", None)
+        self._emit(
+            "run.requested",
+            (run_id,),
+            at,
+            {"thread": thread, "run": run_id, "ordinal": ordinal, "trigger": trigger},
+        )
+        for wake in wakes:
+            self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": run_id})
+
+    def _trigger(self, thread: str, ordinal: int, start: str | None):
+        """The run's trigger and the wakes it delivers; (None, []) to wait for the
+        message that started it."""
+        task = self.memory["children"].get(thread)
+        if start is None:
+            if ordinal == 1 and task:
+                return {"kind": "delegation", "task": task}, []
+            return {"kind": "other"}, []
+        messages = self.memory["messages"]
+        entry = messages.get(start)
+        if entry is None and self.lookup is not None:
+            payload = self.lookup.message(start)
+            if isinstance(payload, dict) and _text(payload.get("id")) == start:
+                entry = self._remember(
+                    payload,
+                    start,
+                    _text(payload.get("threadId")),
+                    payload.get("role"),
+                    None,
+                    None,
+                )
+        if entry is None:
+            return None, []
+        if isinstance(entry, list):
+            wakes, delivered = entry
+            entry[1] = 1
+            if not wakes:
+                return {"kind": "other"}, []  # a notice not understood
+            return {"kind": "wake", "wake": wakes[0]}, [] if delivered else wakes
+        messages.pop(start, None)
+        if entry == "s":
+            return {"kind": "scheduled"}, []
+        if ordinal == 1 and task:
+            return {"kind": "delegation", "task": task}, []  # the prompt started it
+        return {"kind": "message"}, []
+
+    def _final_text(self, run_id: str) -> str:
+        last = self.memory["texts"].pop(run_id, None)
+        if last is not None:
+            return last[1]
+        text = self.lookup.last_assistant_text(run_id) if self.lookup else None
+        return text or ""
+
+    def activity(self, p: dict, occurred: str | None) -> None:
+        """Output of a run under way (a message, a tool call): at most one per 30 s."""
+        run, thread = _text(p.get("runId")), _text(p.get("threadId"))
+        known = self.memory["runs"].get(run) if run else None
+        if known is None or not thread:
+            return
+        at = self._at(p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        bucket = int(_parse(at).timestamp()) // ACTIVITY_EVERY
+        if known.get("activity") == bucket:
+            return
+        known["activity"] = bucket
+        self._emit("run.activity", (run, bucket), at, {"thread": thread, "run": run})
+
+    # --- context transfers: result runs and wait-mode deliveries --------------------
+
+    def transfer(self, p: dict, occurred: str | None) -> None:
+        transfer_id = _text(p.get("id"))
+        if p.get("type") != "subagent_result":
+            self.skipped += 1
+            return
+        if not transfer_id:
+            self._unknown_value("context-transfer.id")
+            return
+        source_thread = _text(p.get("sourceThreadId"))
+        target_thread = _text(p.get("targetThreadId"))
+        point = p.get("sourcePoint") if isinstance(p.get("sourcePoint"), dict) else {}
+        source_run = _text(point.get("runId")) or None
+        target_run = _text(p.get("targetRunId")) or None
+        task_id = self._transfer_task(p, source_thread, target_thread)
+        if task_id is None:
+            self._unknown_value("context-transfer.task")
+            return
+        known = self.memory["tasks"][task_id]
+        transfers = self.memory["transfers"]
+        done = transfers.get(transfer_id, 0)  # 1: its result run told; 2: its delivery
+        at = self._at(p.get("createdAt"), p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        if source_run and not done & REPORTED:
+            known["result_run"] = source_run
+            if known["status"] in TERMINAL:
+                self._report(task_id, known, known["status"], at, key=("transfer", transfer_id))
+            done |= REPORTED
+        transfers[transfer_id] = done
+        _bound(transfers, KEEP_TRANSFERS)
+        if done & DELIVERED or target_run is None:
+            return
+        waits = known["waits"]
+        if waits is None:
+            # No stored mode: a result that went back into the very run that delegated
+            # the task went back in the tool call.
+            waits = target_run == known["run"]
+        if not waits:
+            return
+        text = known["result"] or _text(p.get("summary")) or _text(p.get("text")) or None
+        status = known["status"]
+        self._emit(
+            "wake.queued",
+            (transfer_id,),
+            at,
+            {
+                "wake": transfer_id,
+                "thread": target_thread or known["parent"],
+                "source": {"kind": "task", "task": task_id, "thread": source_thread or None},
+                "summary": text,
+                "outcome": status if status in WAKE_OUTCOMES else None,
+            },
+        )
+        self._emit("wake.delivered", (transfer_id,), at, {"wake": transfer_id, "run": target_run})
+        transfers[transfer_id] = done | DELIVERED
+
+    def _transfer_task(self, p: dict, source_thread: str, target_thread: str) -> str | None:
+        tasks = self.memory["tasks"]
+        for key in ("subagentId", "taskId", "nodeId"):
+            named = _text(p.get(key))
+            if named in tasks:
+                return named
+        matching = [
+            (tasks[task_id]["at"], task_id)
+            for task_id in self._tasks_of(source_thread)
+            if task_id in tasks
+            and tasks[task_id]["child"] == source_thread
+            and (not target_thread or tasks[task_id]["parent"] == target_thread)
+        ]
+        return max(matching)[1] if matching else None
+
+    # --- helpers --------------------------------------------------------------------
+
+    def _tasks_of(self, child: str) -> list[str]:
+        """The tasks whose child thread this is (a task and its follow-ups), sorted."""
+        if self._tasks_by_child is None:
+            self._tasks_by_child = {}
+            for task_id, known in self.memory["tasks"].items():
+                if known["child"]:
+                    self._tasks_by_child.setdefault(known["child"], set()).add(task_id)
+        return sorted(self._tasks_by_child.get(child, ()))
+
+    def _rosters_of(self, thread: str) -> set[str]:
+        """The provider threads whose roster is this app thread's."""
+        if self._rosters_by_thread is None:
+            self._rosters_by_thread = {}
+            for provider_thread, roster in self.memory["rosters"].items():
+                self._rosters_by_thread.setdefault(roster["thread"], set()).add(provider_thread)
+        return self._rosters_by_thread.setdefault(thread, set())
+
+    def _natives_of(self, thread: str) -> set[str]:
+        """The native subagents started in this thread."""
+        if self._natives_by_thread is None:
+            self._natives_by_thread = {}
+            for sub_id, native in self.memory["natives"].items():
+                self._natives_by_thread.setdefault(native["thread"], set()).add(sub_id)
+        return self._natives_by_thread.setdefault(thread, set())
+
+    def _emit(self, event_type: str, key: tuple, at: str, data: dict, *, suffix: str = "") -> None:
+        event = {
+            "id": event_id(event_type, *key) + suffix,
+            "type": event_type,
+            "at": at,
+            "data": {k: v for k, v in data.items() if v is not None},
+        }
+        if self.env:
+            event["env"] = self.env
+        self.out.append(event)
+
+    def _at(self, *candidates: Any) -> str | None:
+        """The first well-formed timestamp of the candidates (T3's own fields before the
+        row's `occurred_at`); None, counted, when there is none."""
+        for value in candidates:
+            if isinstance(value, str) and ISO.match(value):
+                return value
+        self._unknown_value("timestamp")
+        return None
+
+    def _unknown_value(self, name: str) -> None:
+        self.unknown_values += 1
+        self.unknown[name] += 1
+
+    def _unknown_row(self, name: str) -> None:
+        self.unknown_rows += 1
+        self.unknown[name] += 1
+
+
+def coalesced(events: list[dict]) -> list[dict]:
+    """The events of a batch less the activity of runs that end in the same batch: a
+    run's end says all its activity did (catching up, that is one event in eight)."""
+    ended = {e["data"]["run"] for e in events if e["type"] == "run.finished"}
+    if not ended:
+        return events
+    return [e for e in events if e["type"] != "run.activity" or e["data"]["run"] not in ended]
+
+
+def _waits(p: dict) -> bool | None:
+    """Whether the task's result goes back in the delegating call, when a field says so:
+    a `mode`, or the parent-wake policy (`settled_only` is wait-mode delegation's)."""
+    mode = p.get("mode")
+    if mode in ("wait", "async"):
+        return mode == "wait"
+    wake = p.get("completionWake")
+    if wake in ("always", "settled_only"):
+        return wake == "settled_only"
+    return None
+
+
+def _item_kind(kind: str, source: dict) -> str:
+    if kind in ("command", "background_command"):
+        return "command"
+    if kind == "monitor":
+        return "monitor"
+    if kind == "subagent" or source.get("work") == "subagent":
+        return "subagent"
+    return "other"
+
+
+def _bound(mapping: dict, limit: int) -> None:
+    """Forget the oldest entries past `limit` (dicts keep insertion order)."""
+    while len(mapping) > limit:
+        del mapping[next(iter(mapping))]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _first_text(*values: Any) -> str | None:
+    return next((v for v in values if isinstance(v, str) and v), None)
+
+
+def _first_line(value: Any) -> str:
+    return _text(value).strip().split("\n", 1)[0][:200]
+
+
+def _ordinal(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _names(text: str, description: str | None) -> bool:
+    """Does the (normalized) notice text name the entry's description?"""
+    return bool(description) and _normalized(description) in text
+
+
+def _normalized(text: str | None) -> str:
+    return " ".join((text or "").split()).casefold()
+
+
+def _parse(at: str) -> datetime:
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(UTC)
