@@ -384,6 +384,7 @@ def test_the_connection_check_says_why_t3_cannot_be_reached(fake):
 def test_settings_have_defaults_and_the_connector_is_registered():
     assert check_settings({}) == {
         "db_path": None,
+        "env": None,
         "url": "ws://127.0.0.1:3773/ws",
         "token": None,
         "timeout": 10,
@@ -405,7 +406,11 @@ def test_settings_have_defaults_and_the_connector_is_registered():
         ({"timeout": 0}, "timeout: must be between 1 and 60 seconds"),
         ({"timeout": True}, "timeout: must be a number of seconds"),
         ({"db_path": " "}, "db_path: must be the path of T3's state database"),
-        ({"tokne": "x"}, "tokne: is not a t3code setting (known: db_path, url, token, timeout)"),
+        (
+            {"tokne": "x"},
+            "tokne: is not a t3code setting (known: db_path, env, url, token, timeout)",
+        ),
+        ({"env": "  "}, "env: must be 1 to 200 characters"),
         (["token"], "settings: must be an object"),
     ],
 )
