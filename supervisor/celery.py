@@ -7,7 +7,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
 
 app = Celery("supervisor")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["supervisor.core", "supervisor.connectors.t3code"])
+app.autodiscover_tasks(["supervisor.core", "supervisor.connectors.t3code", "supervisor.notify"])
 
 # The filesystem broker needs its folders before the first message.
 for folder in (app.conf.broker_transport_options or {}).values():

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "channels",
     "supervisor.core",
     "supervisor.web",
+    "supervisor.notify",
 ]
 
 MIDDLEWARE = [
@@ -205,6 +206,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SUPERVISOR_SWEEP_INTERVAL,
         "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
     },
+    "notify_sweep": {
+        "task": "supervisor.notify_sweep",
+        "schedule": SUPERVISOR_SWEEP_INTERVAL,
+        "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
+    },
     "follow_t3": {
         "task": "supervisor.follow_t3",
         "schedule": SUPERVISOR_T3_FOLLOW_INTERVAL,
@@ -250,6 +256,37 @@ SUPERVISOR_ACTIONS = {
     "max_attempts": env_int("SUPERVISOR_ACTION_ATTEMPTS", 5),
     "backoff": env_int("SUPERVISOR_ACTION_BACKOFF", 2),
 }
+
+# Notifications, in seconds: one send's timeout; the lease a worker holds while sending;
+# how long a pending message waits for its Celery message before the sweep enqueues it;
+# backoff doubling from `backoff` up to `max_backoff` (a failing send is never given
+# up); how long the acknowledge/snooze links in messages stay valid.
+SUPERVISOR_NOTIFY = {
+    "timeout": env_int("SUPERVISOR_NOTIFY_TIMEOUT", 10),
+    "lease": env_int("SUPERVISOR_NOTIFY_LEASE", 60),
+    "queue_grace": env_int("SUPERVISOR_NOTIFY_QUEUE_GRACE", 30),
+    "backoff": env_int("SUPERVISOR_NOTIFY_BACKOFF", 5),
+    "max_backoff": env_int("SUPERVISOR_NOTIFY_MAX_BACKOFF", 900),
+    "link_max_age": env_int("SUPERVISOR_NOTIFY_LINK_MAX_AGE", 24 * 3600),
+}
+# Links in messages point here.
+SUPERVISOR_BASE_URL = env("SUPERVISOR_BASE_URL", "http://127.0.0.1:8000")
+# Email channels: one mailer, configured from the environment.
+MAILERS = {
+    "default": {
+        "BACKEND": env("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"),
+        "OPTIONS": {
+            "host": env("EMAIL_HOST", "localhost"),
+            "port": env_int("EMAIL_PORT", 25),
+            "username": env("EMAIL_HOST_USER", ""),
+            "password": env("EMAIL_HOST_PASSWORD", ""),
+            "use_tls": env_bool("EMAIL_USE_TLS", False),
+            "use_ssl": env_bool("EMAIL_USE_SSL", False),
+            "timeout": env_int("SUPERVISOR_NOTIFY_TIMEOUT", 10),
+        },
+    }
+}
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "supervisor@localhost")
 
 LOGGING = {
     "version": 1,

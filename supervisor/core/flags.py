@@ -46,6 +46,10 @@ def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | N
                 evidence=finding.evidence,
             )
             _change(flag, "flag.opened")
+            # In the opening's own transaction: an opening is never without its alerts.
+            from supervisor.notify.grouping import flag_opened
+
+            flag_opened(flag, now)
     except IntegrityError:
         return None
     return flag

@@ -1,0 +1,1 @@
+"""Alerts leaving Supervisor: channels, routes, grouping, follow-up and the outbox."""

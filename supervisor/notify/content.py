@@ -1,0 +1,128 @@
+"""What a message says: what happened in one line, the text the parent was given beside
+the child's latest result (shortened), the suggested action, one link to the task, and
+signed links to acknowledge or snooze. Everything passes `redact` on the way out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core import signing
+from django.urls import reverse
+
+from supervisor.core import ownership
+from supervisor.core.loader import load_for_task
+from supervisor.core.models import Flag
+from supervisor.core.task_detail import describe_task
+from supervisor.web.flag_words import words_for
+
+from .redact import redact
+from .severity import CRITICAL, severity_of
+
+TEXT_LIMIT = 280  # characters of each text in a message; the page has them in full
+WORST = 5  # flags listed by name in a grouped message
+SALT = "supervisor.notify.flag-link"
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    body: str
+
+
+def base_url() -> str:
+    return getattr(settings, "SUPERVISOR_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
+def shorten(text: str | None, limit: int = TEXT_LIMIT) -> str:
+    if text is None:
+        return "(none)"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# --- signed links -------------------------------------------------------------------
+
+
+def link_token(flag_pk: int) -> str:
+    return signing.TimestampSigner(salt=SALT).sign_object({"flag": flag_pk})
+
+
+def flag_from_token(token: str) -> int:
+    """The flag a link names; raises signing.BadSignature (SignatureExpired when old)."""
+    max_age = settings.SUPERVISOR_NOTIFY["link_max_age"]
+    return int(signing.TimestampSigner(salt=SALT).unsign_object(token, max_age=max_age)["flag"])
+
+
+def ack_url(flag: Flag) -> str:
+    return base_url() + reverse("notify:flag-link", args=[link_token(flag.pk)])
+
+
+def task_url(flag: Flag) -> str:
+    if flag.task_id:
+        return base_url() + reverse("web:task-detail", args=[flag.task_id])
+    return base_url() + reverse("web:overview")
+
+
+# --- messages -----------------------------------------------------------------------
+
+
+def one_line(flag: Flag) -> str:
+    words = words_for(flag.kind)
+    title = (flag.task.title or flag.task.task_id) if flag.task_id else flag.subject_id
+    return f"[{severity_of(flag.kind)}] {words.title}: {title}"
+
+
+def _texts(flag: Flag) -> tuple[str | None, str | None]:
+    """(the last text handed to the parent, the child's latest result) of a task flag."""
+    if not flag.task_id:
+        return None, None
+    snap = load_for_task(flag.task)
+    view = snap.tasks.get(flag.task.task_id)
+    if view is None:
+        return None, None
+    handed = ownership.handed(snap, view)
+    latest = describe_task(flag.task, snap).latest_result
+    return (handed[-1].text if handed else None), latest
+
+
+def for_flag(flag: Flag, lead: str = "") -> Message:
+    words = words_for(flag.kind)
+    given, latest = _texts(flag)
+    lines = [lead + one_line(flag), "", words.meaning]
+    if flag.task_id:
+        lines += ["", f"Given to the parent: {shorten(given)}", f"Latest result: {shorten(latest)}"]
+    lines += [
+        "",
+        f"Suggested: {words.advice}",
+        f"Task: {task_url(flag)}",
+        f"Acknowledge or snooze: {ack_url(flag)}",
+    ]
+    return Message(redact(lead + one_line(flag)), redact("\n".join(lines)))
+
+
+def for_flags(flags: list[Flag], lead: str = "") -> Message:
+    """One flag: its own message. Several: the count, then the worst few."""
+    if len(flags) == 1:
+        return for_flag(flags[0], lead)
+    ordered = sorted(flags, key=lambda f: (severity_of(f.kind) != CRITICAL, f.opened_at, f.pk))
+    critical = sum(severity_of(f.kind) == CRITICAL for f in flags)
+    subject = f"{lead}{len(flags)} flags opened ({critical} critical)"
+    lines = [subject, ""]
+    for flag in ordered[:WORST]:
+        lines += [
+            f"- {one_line(flag)}",
+            f"  Suggested: {words_for(flag.kind).advice}",
+            f"  Task: {task_url(flag)}",
+            f"  Acknowledge or snooze: {ack_url(flag)}",
+        ]
+    if len(flags) > WORST:
+        lines += ["", f"… and {len(flags) - WORST} more: {base_url()}{reverse('web:overview')}"]
+    return Message(redact(subject), redact("\n".join(lines)))
+
+
+def for_test(channel_name: str) -> Message:
+    return Message(
+        "Supervisor: test notification",
+        f"A test from Supervisor for channel “{channel_name}”: this channel works.",
+    )

@@ -1,0 +1,97 @@
+"""A flag opening becomes a waiting alert for each of its routes, in the same
+transaction as the opening. The first opening for a route starts a group window; later
+ones join it. When it closes, each channel gets one message for the flags of the burst
+still open: one flag, its own message; several, the count and the worst few. A flag
+resolved (or acknowledged) inside the window sends nothing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from supervisor.core.models import Flag
+
+from . import content
+from .models import FlagAlert, Notification, Route
+from .outbox import do_enqueue_notification
+from .routing import quiet_until, routes_for
+
+
+def flag_opened(flag: Flag, now: datetime) -> int:
+    """Called inside do_open_flag's transaction: how many routes now owe an alert."""
+    alerts = []
+    for route in routes_for(flag):
+        window = (
+            FlagAlert.objects.filter(route=route, state=FlagAlert.WAITING, due_at__gt=now)
+            .order_by("due_at")
+            .values_list("due_at", flat=True)
+            .first()
+        )
+        due = window or now + timedelta(seconds=route.group_window)
+        alerts.append(FlagAlert(flag=flag, route=route, due_at=due))
+    FlagAlert.objects.bulk_create(alerts)
+    return len(alerts)
+
+
+def group_key(kind: str, channel_pk: int, flag_pks: list[int]) -> str:
+    """The same burst to the same channel is the same message, whoever writes it."""
+    if len(flag_pks) == 1:
+        return f"{kind}:c{channel_pk}:f{flag_pks[0]}"
+    digest = hashlib.sha256(",".join(map(str, sorted(flag_pks))).encode()).hexdigest()[:20]
+    return f"{kind}:c{channel_pk}:g{digest}"
+
+
+def close_windows(now: datetime) -> int:
+    """Turn the waiting alerts whose window closed into messages; how many written."""
+    written = 0
+    with transaction.atomic():
+        due = list(
+            FlagAlert.objects.select_for_update(of=("self",))
+            .filter(state=FlagAlert.WAITING, due_at__lte=now)
+            .select_related("flag__task", "route__channel")
+        )
+        by_channel: dict[int, list[FlagAlert]] = defaultdict(list)
+        for alert in due:
+            flag = alert.flag
+            if flag.state != Flag.OPEN or flag.acknowledged_at is not None:
+                alert.state = FlagAlert.DROPPED
+                alert.save(update_fields=["state"])
+                continue
+            later = held_until(alert.route, flag, now)
+            if later is not None:  # quiet hours or snoozed: the window reopens then
+                alert.due_at = later
+                alert.save(update_fields=["due_at"])
+                continue
+            by_channel[alert.route.channel_id].append(alert)
+        for alerts in by_channel.values():
+            flags = list({a.flag.pk: a.flag for a in alerts}.values())
+            kind = Notification.OPENED if len(flags) == 1 else Notification.GROUPED
+            channel = alerts[0].route.channel
+            pks = [f.pk for f in flags]
+            note = do_enqueue_notification(
+                group_key(kind, channel.pk, pks), channel, kind, pks, content.for_flags(flags), now
+            )
+            written += note is not None
+            for alert in alerts:
+                _mark_notified(alert, now)
+    return written
+
+
+def held_until(route: Route, flag: Flag, now: datetime) -> datetime | None:
+    snoozed = flag.snoozed_until if flag.snoozed_until and flag.snoozed_until > now else None
+    quiet = quiet_until(route, now)
+    return max(filter(None, (snoozed, quiet)), default=None)
+
+
+def _mark_notified(alert: FlagAlert, now: datetime) -> None:
+    route = alert.route
+    alert.state, alert.notified_at = FlagAlert.NOTIFIED, now
+    if route.renotify_every:
+        alert.renotify_at = now + timedelta(seconds=route.renotify_every)
+    if route.escalate_after and route.escalate_to_id:
+        # Escalation counts from the opening, not from the first message.
+        alert.escalate_at = alert.flag.opened_at + timedelta(seconds=route.escalate_after)
+    alert.save(update_fields=["state", "notified_at", "renotify_at", "escalate_at"])
