@@ -175,3 +175,19 @@ def requeue_due_notifications(now: datetime, limit: int = 500) -> int:
                 requeued += 1
                 transaction.on_commit(lambda pk=pk: _enqueue(pk))
     return requeued
+
+
+def do_retry_now(note: Notification, now: datetime) -> bool:
+    """An admin's "retry now": a pending or failing row becomes due now and is enqueued
+    on commit. False (and nothing changed) for a row being sent or sent already; asking
+    twice only enqueues twice, and the claim lets one worker send it."""
+    with transaction.atomic():
+        done = Notification.objects.filter(
+            pk=note.pk, state__in=(Notification.PENDING, Notification.FAILING)
+        ).update(due_at=now, updated_at=now)
+        if not done:
+            return False
+        note.refresh_from_db()
+        _change(note, "notification.retry", now)
+        transaction.on_commit(lambda: _enqueue(note.pk))
+    return True

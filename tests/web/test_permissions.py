@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from supervisor.core.models import DeadLetter, Flag, Task, Thread
+from supervisor.notify.models import Channel, Notification, Route
 from tests.factories import make_tasks
 from tests.web.cast import ADMIN, ANONYMOUS, CAST, OPERATOR, VIEWER, login_as, make_user
 
@@ -81,10 +82,11 @@ def test_acting_on_a_source_flag_returns_to_the_overview(client, acting, silent_
 # --- the permission matrix ----------------------------------------------------------
 #
 # One row per (url, method): the status each member of the cast gets. LOGIN is a
-# redirect to the log-in page. `{source}`, `{user}`, `{dead}`, `{flag}` and `{task}` are
-# filled from the `matrix_objects` fixture. A row may carry a fourth item, the data to
-# post (sent as JSON to /api/ URLs); without it the POST is empty. Append rows for new
-# URLs here: the CSRF test below covers every POST row outside /api/ by itself.
+# redirect to the log-in page. `{source}`, `{user}`, `{dead}`, `{flag}`, `{task}`,
+# `{channel}`, `{route}` and `{note}` are filled from the `matrix_objects` fixture. A
+# row may carry a fourth item, the data to post (sent as JSON to /api/ URLs); without it
+# the POST is empty. Append rows for new URLs here: the CSRF test below covers every
+# POST row outside /api/ by itself.
 
 LOGIN = "login"
 ADMIN_ONLY = {ANONYMOUS: LOGIN, VIEWER: 403, OPERATOR: 403}
@@ -120,6 +122,27 @@ MATRIX = [
     ("/admin/dead-letters/{dead}/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     ("/admin/dead-letters/{dead}/replay/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
     ("/admin/dead-letters/{dead}/replay/", "POST", {**ADMIN_ONLY, ADMIN: 200}),
+    # admin: alert channels, routes and the notification outbox
+    ("/admin/channels/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/channels/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/channels/new/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/channels/new/", "POST", {**ADMIN_ONLY, ADMIN: 200}),  # the form, with errors
+    ("/admin/channels/{channel}/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/channels/{channel}/", "POST", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/channels/{channel}/enabled/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/channels/{channel}/enabled/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
+    ("/admin/channels/{channel}/test/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/channels/{channel}/test/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
+    ("/admin/routes/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/routes/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/routes/new/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/routes/new/", "POST", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/routes/{route}/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/routes/{route}/", "POST", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/notifications/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    ("/admin/notifications/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/notifications/{note}/retry/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
+    ("/admin/notifications/{note}/retry/", "POST", {**ADMIN_ONLY, ADMIN: 302}),
     # the audit: everyone logged in reads it
     ("/audit/", "GET", {ANONYMOUS: LOGIN, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     ("/audit/", "POST", {ANONYMOUS: LOGIN, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
@@ -185,7 +208,15 @@ def matrix_objects(source, silent_source):
     user = make_user("ann", "viewer")
     dead = DeadLetter.objects.create(source=source, event_id="e1", body="{}", error="bad")
     silent, _ = silent_source
+    channel = Channel.objects.create(name="matrix", kind="apprise", target="json://h/x")
+    route = Route.objects.create(channel=channel)
+    note = Notification.objects.create(
+        key="matrix:1", channel=channel, kind="test", subject="s", body="b", state="failing"
+    )
     return {
+        "channel": channel.pk,
+        "route": route.pk,
+        "note": note.pk,
         "source": source.pk,
         "user": user.pk,
         "dead": dead.pk,
