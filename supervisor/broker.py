@@ -1,9 +1,12 @@
-"""Celery's filesystem transport, with each message written whole before it appears.
+"""Celery's filesystem transport, with each file written whole before it appears.
 
-Kombu's filesystem transport creates the message file in the queue folder and then
-writes it; a worker polling the folder can take the file in between, read nothing, and
-stop with "Unrecoverable error: JSONDecodeError". Here a message is written under a
-name no queue matches and renamed into place, which is atomic on one filesystem.
+Kombu's filesystem transport creates a file and then writes it: a worker polling the
+queue folder can take a message file in between, read nothing, and stop with
+"Unrecoverable error: JSONDecodeError"; a publisher can likewise read an exchange's
+binding table while a starting worker is creating it. Here a message is written under a
+name no queue matches and renamed into place, and a new binding table is written aside
+and linked into place (which fails, rather than overwrites, if another process made it
+first); both are atomic on one filesystem.
 """
 
 import os
@@ -27,6 +30,22 @@ class Channel(filesystem.Channel):
             os.replace(partial, final)
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        table = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        if not table.exists():
+            binding = [filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")]
+            partial = table.with_name(f"{table.name}.{uuid.uuid4().hex}.part")
+            partial.write_bytes(str_to_bytes(dumps(binding)))
+            try:
+                os.link(partial, table)
+                return
+            except FileExistsError:
+                pass  # another process made it first: add to it under kombu's lock
+            finally:
+                partial.unlink(missing_ok=True)
+        super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
 class Transport(filesystem.Transport):

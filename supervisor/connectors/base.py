@@ -68,6 +68,14 @@ class ConnectorError(Exception):
         self.detail = detail
 
 
+# HTTP answers worth trying again later: timeouts, "too early", rate limits, 5xx.
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+def retryable_status(status: int) -> bool:
+    return status >= 500 or status in RETRYABLE_STATUSES
+
+
 class SettingsError(ValueError):
     """A connector's settings are wrong; the message names the field and the problem."""
 

@@ -31,7 +31,7 @@ def _change(note: Notification, kind: str, now: datetime, **details) -> None:
         at=now,
         namespace=None,
         kind=kind,
-        subject_type="notification",
+        subject_type="outbox",  # Change.subject_type holds 10 characters
         subject_id=str(note.pk),
         payload={"notification": note.pk, "key": note.key, "state": note.state, **details},
     )

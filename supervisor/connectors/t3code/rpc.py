@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
-from ..base import ConnectorError
+from ..base import ConnectorError, retryable_status
 
 PROTOCOL_PARAM = "orchestrationProtocol"
 PROTOCOL_VERSION = "2"
@@ -46,7 +46,6 @@ USER_AGENT = "Supervisor-t3code/1"
 DETAIL_LIMIT = 2000
 MAX_FRAME = 4 * 1024 * 1024  # answers to a command are small; a runaway stream is not read
 # Statuses of the upgrade that say "not now" rather than "no".
-RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
 
 @dataclass(frozen=True)
@@ -298,7 +297,7 @@ def _upgrade_refused(url: str, status: int, body: bytes | None) -> ConnectorErro
             retryable=False,
             detail=detail,
         )
-    retryable = status >= 500 or status in RETRYABLE_STATUSES
+    retryable = retryable_status(status)
     return ConnectorError(
         f"T3 answered {status} to the WebSocket upgrade at {where(url)}: {said}",
         retryable=retryable,

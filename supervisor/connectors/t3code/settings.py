@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..base import SettingsError
+from ..settings_check import check
 
 DEFAULT_URL = "ws://127.0.0.1:3773/ws"
 KNOWN = ("db_path", "env", "url", "token", "timeout")
@@ -90,25 +90,10 @@ class T3CodeSettings(BaseModel):
 
 def check_settings(settings: dict[str, Any] | None) -> dict[str, Any]:
     """The settings, validated and with defaults; SettingsError naming the first wrong field."""
-    if settings is None:
-        settings = {}
-    if not isinstance(settings, dict):
-        raise SettingsError('settings: must be an object, like {"token": "..."}')
-    try:
-        return T3CodeSettings.model_validate(settings).model_dump()
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        field = ".".join(str(part) for part in error["loc"]) or "settings"
-        raise SettingsError(f"{field}: {_problem(error)}") from None
-
-
-def _problem(error: dict[str, Any]) -> str:
-    match error["type"]:
-        case "extra_forbidden":
-            return f"is not a t3code setting (known: {', '.join(KNOWN)})"
-        case "value_error":
-            return str(error["ctx"]["error"])
-        case "string_type":
-            return "must be a string"
-        case _:
-            return error["msg"][:1].lower() + error["msg"][1:]
+    return check(
+        T3CodeSettings,
+        settings,
+        connector="t3code",
+        known=KNOWN,
+        not_an_object='must be an object, like {"token": "..."}',
+    )

@@ -19,7 +19,14 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from ..base import (
+    Capabilities,
+    Connector,
+    ConnectorError,
+    Outgoing,
+    Receipt,
+    retryable_status,
+)
 from . import settings as webhook_settings
 from . import signing
 
@@ -28,7 +35,6 @@ DETAIL_LIMIT = 2000
 # Enough for any sensible answer; a receiver streaming megabytes does not fill our memory.
 READ_LIMIT = 64 * 1024
 # Statuses that say "not now" rather than "no": trying again later may succeed.
-RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -118,7 +124,7 @@ def refusal(status: int, text: str) -> ConnectorError:
             retryable=False,
             detail=excerpt,
         )
-    retryable = status >= 500 or status in RETRYABLE_STATUSES
+    retryable = retryable_status(status)
     return ConnectorError(
         f"webhook answered {status}: {excerpt[:200].strip() or '(empty body)'}",
         retryable=retryable,

@@ -11,9 +11,9 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..base import SettingsError
+from ..settings_check import check
 from . import signing
 
 # The connector sets these itself; letting settings replace them would break signing,
@@ -84,27 +84,11 @@ class WebhookSettings(BaseModel):
 
 def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The settings, validated and with defaults; SettingsError naming the first wrong field."""
-    if not isinstance(settings, dict):
-        raise SettingsError("settings: must be an object with url and secret")
-    try:
-        return WebhookSettings.model_validate(settings).model_dump()
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        field = ".".join(str(part) for part in error["loc"]) or "settings"
-        raise SettingsError(f"{field}: {_problem(error)}") from None
-
-
-def _problem(error: dict[str, Any]) -> str:
-    match error["type"]:
-        case "missing":
-            return "is required"
-        case "extra_forbidden":
-            return "is not a webhook setting (known: url, secret, timeout, headers)"
-        case "value_error":
-            return str(error["ctx"]["error"])
-        case "string_type":
-            return "must be a string"
-        case "dict_type":
-            return "must be an object of header names to values"
-        case _:
-            return error["msg"][:1].lower() + error["msg"][1:]
+    return check(
+        WebhookSettings,
+        settings,
+        connector="webhook",
+        known=("url", "secret", "timeout", "headers"),
+        not_an_object="must be an object with url and secret",
+        words={"dict_type": "must be an object of header names to values"},
+    )
