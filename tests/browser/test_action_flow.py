@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import Action, Task
 from tests.receiver import Receiver
+from tests.workers import wait_for
 
 from .conftest import LATEST_TEXT, RETRY_PORT, log_in, open_kinds, seed, wait_for_socket
 
@@ -54,4 +55,9 @@ def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
         expect(page.locator("#results .card.latest")).to_contain_text("it has reached the parent")
         assert len(receiver.deliveries) == 1
         assert receiver.deliveries[0]["action"]["text"].endswith(LATEST_TEXT)
-        assert not open_kinds() & {"stale_result", "undelivered_result"}
+        # The recorded manual wake is judged by the worker's next evaluation, after the
+        # page already shows the action succeeded.
+        wait_for(
+            lambda: not open_kinds() & {"stale_result", "undelivered_result"},
+            what="the delivery flags to resolve",
+        )
