@@ -13,13 +13,16 @@ bootstrap: $(VENV)/.synced
 
 # uv comes from PyPI into var/bootstrap when neither `uv` nor `python3 -m uv` exists.
 # One shell line: make expands a recipe before running it, so uv is found here.
+# The pinned Python (.python-version) when there is one, else any 3.12 or newer.
 $(VENV)/.synced: pyproject.toml uv.lock
 	@if command -v uv >/dev/null 2>&1; then uv=uv; \
 	elif $(PYTHON) -m uv --version >/dev/null 2>&1; then uv="$(PYTHON) -m uv"; \
 	else test -x var/bootstrap/bin/uv || \
 		{ $(PYTHON) -m venv var/bootstrap && var/bootstrap/bin/pip install --quiet uv; } || exit 1; \
 		uv=var/bootstrap/bin/uv; fi; \
-	echo "$$uv sync --frozen"; $$uv sync --frozen
+	py=$$($$uv python find 2>/dev/null || $$uv python find '>=3.12') || \
+		{ echo "Python 3.12 or newer is needed (none found on PATH or by uv)"; exit 1; }; \
+	echo "$$uv sync --frozen --python $$py"; $$uv sync --frozen --python "$$py"
 	@touch $@
 
 run: bootstrap

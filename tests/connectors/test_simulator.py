@@ -98,10 +98,10 @@ def test_events_are_valid_in_time_order_with_unique_ids_per_seed():
 
 
 def test_remote_children_report_from_their_environment_on_a_skewed_clock():
-    fleet = Fleet(149, tasks=9, failure_rate=1.0)
+    fleet = Fleet(149, tasks=3, opening=["remote_monitor"])
     events = stream(fleet)
     remote = [t for t in fleet.tasks if t.child_env != t.env and t.parent_task is None]
-    assert remote, "seed 149 has a remote child"
+    assert remote, "a remote monitor's child is remote"
     task = remote[0]
     child_events = [e for e in events if e["data"].get("thread") == task.child_thread]
     assert child_events and {e["env"] for e in child_events} == {task.child_env}
@@ -117,10 +117,15 @@ def test_failure_texts_read_as_the_contract_says():
 
 def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
     """The main check: replayed in order on a virtual clock (contract §7), the kinds raised
-    at any time and open at the end are exactly the ones each task says it expects."""
-    fleet = Fleet(149, tasks=9, failure_rate=1.0)
+    at any time are exactly each task's expected and passing ones, and the kinds open at
+    the end exactly its expected ones."""
+    fleet = Fleet(149, tasks=13, failure_rate=1.0, opening=FAILURES)
     document = fleet.as_scenario()
     assert {task.failure for task in fleet.tasks} >= set(FAILURES)
+    late = next(t for t in fleet.tasks if t.failure == "late_wake")
+    assert late.passing_flags == ["late_wake"] and late.expected_flags == []
+    assert document["expect"]["tasks"][late.task] == ["late_wake"]
+    assert document["expect_open"]["tasks"][late.task] == []
     scenario = Scenario(
         name=document["name"],
         events=document["events"],
@@ -133,7 +138,10 @@ def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
         result = replay(scenario)
     assert differences(scenario, result) == []
     raised = {task: r["raised"] for task, r in result["tasks"].items() if r["raised"]}
-    assert set(raised) == {t.task for t in fleet.tasks if t.expected_flags}
+    assert set(raised) == {t.task for t in fleet.tasks if t.expected_flags or t.passing_flags}
+    assert raised[late.task] == ["late_wake"] and result["tasks"][late.task]["open"] == []
+    stuck = next(t for t in fleet.tasks if t.failure == "stuck")
+    assert result["tasks"][stuck.task]["open"] == ["stuck"]
     assert result["threads"] and any(r["raised"] for r in result["threads"].values())
 
 

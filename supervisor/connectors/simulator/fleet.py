@@ -6,7 +6,8 @@ contract events (event-contract.md §2–3).
 forever unless `tasks` bounds it, so a runner can pace it. The same seed and parameters
 give the same events. Every task the fleet delegates says which failure it carries and
 which flag kinds Supervisor must open for it (`expected_flags`, from contract §5); the
-flags open by `until` must be exactly those, and the tests hold the fleet to it.
+flags open by `until` must be exactly those, and the ones raised then resolved before it
+its `passing_flags`; the tests hold the fleet to it.
 
 Inside, each task's life is a small coroutine on a virtual clock: it emits events and
 yields how long to wait, and a heap runs them in time order. Ordinals are taken when a
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from supervisor.core.snapshot import DetectionSettings
+from supervisor.core.snapshot import TERMINAL_STATUSES, DetectionSettings
 
 ORIGIN_ENV = "origin"
 REMOTE_ENVS = ("linked-box-1", "linked-box-2")
@@ -39,6 +40,8 @@ FAILURES = (
     "parent_not_active",  # seed 004: a background subagent's delegate_task refused
     "duplicate_delegation",  # the same work delegated again while the first child works
     "orphan_wake",  # the completion names a task id that was never delegated
+    "stuck",  # the child's run goes quiet mid-work and never ends
+    "late_wake",  # the result's wake waits on a busy parent run past `wake_timeout`
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -68,6 +71,17 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # Its result reaches the parent through a wake naming a task never delegated: after
     # `orphan_grace` the wake sits on the task whose child thread sent it.
     "orphan_wake": ("orphan_wake",),
+    # Running, and its only run hangs after its last activity: nothing owned happens
+    # for `stuck_after`.
+    "stuck": ("stuck",),
+    # Completed and handed at once; only the wake's delivery is late (PASSING_FLAGS).
+    "late_wake": (),
+}
+# Kinds a failure raises and resolves again before `until`: raised, not open at the end.
+PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
+    # The wake is delivered `wake_timeout` + 10-30 s after it was queued, when the busy
+    # parent run ends.
+    "late_wake": ("late_wake",),
 }
 # Flags on the failing task's child thread.
 THREAD_FLAGS: dict[str, tuple[str, ...]] = {"parent_not_active": ("delegation_rejected",)}
@@ -75,6 +89,32 @@ THREAD_FLAGS: dict[str, tuple[str, ...]] = {"parent_not_active": ("delegation_re
 PAIRED = frozenset({"serialized_wait", "duplicate_delegation"})
 # Failures that need the child on another environment.
 REMOTE_ONLY = frozenset({"remote_monitor"})
+
+# `make run`'s demo: every task and thread kind opens within its first five minutes.
+# The opening starts the slow failures first (a finalize waiting on a long background
+# item, a hang timed against `stuck_after`), the quick ones (a held wait call) last.
+DEMO_OPENING: tuple[str | None, ...] = (
+    "stale_finalize",
+    "remote_monitor",
+    "duplicate_delegation",
+    "stuck",
+    "late_wake",
+    "orphan_wake",
+    "transient_failure",
+    "parent_not_active",
+    "serialized_wait",
+)
+DEMO_DETECTION = {
+    "delivery_grace": 20,
+    "orphan_grace": 20,
+    "wake_timeout": 100,
+    "stuck_after": 150,
+    "wake_start_timeout": 90,
+    "dispatch_lag": 5,
+    "source_silence": 45,
+}
+DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
+DEMO_RATE = 3.0  # delegations per minute
 
 HEALTHY_SHAPES = (
     ("simple", 4),
@@ -237,9 +277,11 @@ class FleetTask:
     failure: str | None
     expected_flags: list[str]
     delegated_at: str
+    passing_flags: list[str] = field(default_factory=list)  # raised, resolved by `until`
     parent_task: str | None = None  # a reviewer's: the task whose child asked for it
     cancelled: bool = False  # an answer to a cancel action stopped its child
     wait_run: str | None = None  # mode wait: the parent run waiting on its result
+    report: str | None = None  # the status of its latest report
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -253,6 +295,7 @@ class FleetTask:
             "shape": self.shape,
             "failure": self.failure,
             "expected_flags": list(self.expected_flags),
+            "passing_flags": list(self.passing_flags),
             "delegated_at": self.delegated_at,
             "parent_task": self.parent_task,
         }
@@ -294,6 +337,11 @@ class Fleet:
     carry a failure (drawn from `failures`), `tasks` the number of tasks after which no
     new episode starts (None: never stop). `settings` are the detection durations the
     fleet times its work against (a demo source may shorten them).
+
+    `opening` scripts the first episodes: each carries that failure (None: healthy),
+    whatever `failure_rate` says, and they start evenly, one every 60/`rate` s, so a demo
+    knows when each flag opens; the random draws follow. `durations` scales the work and
+    the waits (not the gaps timed against the detection settings, nor sub-second ones).
     """
 
     def __init__(
@@ -308,12 +356,15 @@ class Fleet:
         settings: DetectionSettings | None = None,
         failures: Sequence[str] = FAILURES,
         remote_share: float = 0.25,
+        opening: Sequence[str | None] = (),
+        durations: float = 1.0,
     ):
-        unknown = sorted(set(failures) - set(FAILURES))
+        named = set(failures) | {f for f in opening if f is not None}
+        unknown = sorted(named - set(FAILURES))
         if unknown:
             raise ValueError(f"unknown failure(s) {', '.join(unknown)}; choose from {FAILURES}")
-        if parents < 1 or rate <= 0 or not 0 <= failure_rate <= 1:
-            raise ValueError("parents >= 1, rate > 0 and 0 <= failure_rate <= 1")
+        if parents < 1 or rate <= 0 or not 0 <= failure_rate <= 1 or durations <= 0:
+            raise ValueError("parents >= 1, rate > 0, 0 <= failure_rate <= 1, durations > 0")
         self.seed = seed
         self.start = start.astimezone(UTC)
         self.rate = rate
@@ -322,6 +373,8 @@ class Fleet:
         self.settings = settings or DetectionSettings()
         self.failures = tuple(failures)
         self.remote_share = remote_share
+        self.opening = tuple(opening)
+        self.durations = durations
         self.rng = random.Random(seed)
         self.tag = f"sim{seed}"
         # Remote environments run a few seconds off the origin's clock (contract §2).
@@ -341,12 +394,14 @@ class Fleet:
         self._planned = 0
         self._task_numbers = itertools.count(1)
         self._event_numbers = itertools.count(1)
-        self._outbox: list[dict] = []
+        self._outbox: list[tuple[float, dict]] = []  # made, not yet yielded
         self._heap: list = []
         self._seq = itertools.count()
         self._parent_waits: dict[str, int] = {}
         self._episodes = itertools.count(1)
         self._started = False
+        self._busy: dict[str, str] = {}  # late_wake task -> its busy parent run
+        self._due_at = 0.0  # the latest virtual time a time-based flag falls due
 
     # --- the stream ------------------------------------------------------------------
 
@@ -356,19 +411,22 @@ class Fleet:
             raise RuntimeError("a fleet's events can be taken once; make another Fleet")
         self._started = True
         self._spawn(self._launcher(), 0.0)
-        while self._heap:
+        while True:
             with self.lock:
-                at, _, owner, coroutine = heapq.heappop(self._heap)
-                self.now = at
-                # A coroutine's next delay; None once it ended (or its task was cancelled).
-                delay = None
-                if owner is None or not owner.cancelled:
-                    delay = next(coroutine, None)
-                if delay is not None:
-                    self._spawn(coroutine, at + max(0.0, delay), owner)
-                out, self._outbox = self._outbox, []
-            for event in out:
-                yield at, event
+                while not self._outbox and self._heap:
+                    at, _, owner, coroutine = heapq.heappop(self._heap)
+                    self.now = at
+                    # A coroutine's next delay; None once it ended (or its task was cancelled).
+                    delay = None
+                    if owner is None or not owner.cancelled:
+                        delay = next(coroutine, None)
+                    if delay is not None:
+                        self._spawn(coroutine, at + max(0.0, delay), owner)
+                if not self._outbox:
+                    break
+                # One at a time: what is made but not yet taken stays for interrupt_all.
+                at, event = self._outbox.pop(0)
+            yield at, event
         self.finished = True
 
     def at(self, seconds: float, env: str = ORIGIN_ENV) -> datetime:
@@ -378,10 +436,11 @@ class Fleet:
     @property
     def until(self) -> datetime:
         """When every expected flag is open: the last event, plus the longest grace that
-        can still open one (`delivery_grace`, `orphan_grace`) and the clocks' skew."""
+        can still open one (`delivery_grace`, `orphan_grace`), or the latest hang or late
+        wake falling due if later, and the clocks' skew."""
         grace = max(self.settings.delivery_grace, self.settings.orphan_grace)
         skew = max(abs(s) for s in self.skew.values())
-        return self.at(self.last_at + grace + skew + 30)
+        return self.at(max(self.last_at + grace, self._due_at) + skew + 30)
 
     def manifest(self) -> dict[str, Any]:
         """The tasks delegated so far, each with its failure and `expected_flags`; the
@@ -410,9 +469,18 @@ class Fleet:
             raise ValueError("only a fleet with a task limit ends")
         events = [event for _, event in self.events()]
         manifest = self.manifest()
-        expect = {
+        threads = {k: sorted(v) for k, v in manifest["threads"].items()}
+        expect_open = {
             "tasks": {t["task"]: sorted(t["expected_flags"]) for t in manifest["tasks"]},
-            "threads": {k: sorted(v) for k, v in manifest["threads"].items()},
+            "threads": threads,
+        }
+        # Raised at any time: the ones open at the end and the ones that passed.
+        expect = {
+            "tasks": {
+                t["task"]: sorted({*t["expected_flags"], *t["passing_flags"]})
+                for t in manifest["tasks"]
+            },
+            "threads": threads,
         }
         return {
             "name": name or f"fleet-{self.seed}",
@@ -421,7 +489,7 @@ class Fleet:
             "until": manifest["until"],
             "events": events,
             "expect": expect,
-            "expect_open": expect,
+            "expect_open": expect_open,
         }
 
     # --- state shared with answers ----------------------------------------------------
@@ -437,6 +505,32 @@ class Fleet:
                     task = self.by_task.get(data.get("task"))
                     if task is not None:
                         task.cancelled = True
+                        busy = self._busy.pop(task.task, None)
+                        if busy is not None:
+                            note = f"Stopped waiting: {task.title!r} was cancelled."
+                            self._later(self._end_parent_run(task.parent_thread, busy, note), 0)
+
+    def interrupt_all(self) -> list[dict]:
+        """The orchestrator shut down (a restart, say): at the virtual now, every run not
+        finished ends `interrupted` and every task not settled is reported `interrupted`,
+        so no unfinished work is left to read as stuck. The fleet ends with it. The events
+        the stream made but has not yielded yet come first."""
+        with self.lock:
+            self.now = max(self.now, self.last_at)
+            for state in list(self.threads.values()):
+                for run in list(state.active):
+                    self._finish_run(
+                        state.thread, run, "interrupted", "Interrupted: the orchestrator stopped."
+                    )
+            for task in self.tasks:
+                if task.cancelled or task.report in TERMINAL_STATUSES:
+                    continue
+                # No summary: a text would count as a result handed to the parent.
+                self._report(task, "interrupted", error="the orchestrator stopped")
+            self._heap.clear()
+            self.finished = True
+            out, self._outbox = self._outbox, []
+            return [event for _, event in out]
 
     # --- machinery --------------------------------------------------------------------
 
@@ -455,7 +549,7 @@ class Fleet:
             "data": {k: v for k, v in data.items() if v is not None},
         }
         self._track(event)
-        self._outbox.append(event)
+        self._outbox.append((self.now, event))
         self.last_at = max(self.last_at, self.now)
         return event
 
@@ -471,6 +565,10 @@ class Fleet:
             state = self._thread_state(data["thread"], event.get("env", ORIGIN_ENV))
             if data["run"] in state.active:
                 state.active.remove(data["run"])
+        elif kind == "task.reported":
+            task = self.by_task.get(data.get("task"))
+            if task is not None:
+                task.report = data.get("status")
 
     def _thread_state(self, thread: str, env: str) -> ThreadState:
         if thread not in self.threads:
@@ -479,6 +577,14 @@ class Fleet:
 
     def _uniform(self, low: float, high: float) -> float:
         return round(self.rng.uniform(low, high), 3)
+
+    def _span(self, low: float, high: float) -> float:
+        """A stretch of work or waiting, scaled by `durations` (one draw, as `_uniform`)."""
+        return round(self.rng.uniform(low, high) * self.durations, 3)
+
+    def _falls_due(self, virtual: float) -> None:
+        """A time-based flag falls due then: `until` must not come before."""
+        self._due_at = max(self._due_at, virtual)
 
     # --- building blocks: each emits at the virtual now -------------------------------
 
@@ -571,7 +677,7 @@ class Fleet:
         return run
 
     def _end_parent_run(self, parent: str, run: str, summary: str):
-        yield self._uniform(2, 8)
+        yield self._span(2, 8)
         if run in self.threads[parent].active:
             self._finish_run(parent, run, "completed", summary)
 
@@ -610,6 +716,7 @@ class Fleet:
             shape=shape,
             failure=failure,
             expected_flags=sorted(EXPECTED_FLAGS[failure]),
+            passing_flags=sorted(PASSING_FLAGS.get(failure, ())),
             delegated_at=stamp(self.at(self.now, env)),
             parent_task=parent_task,
         )
@@ -688,21 +795,29 @@ class Fleet:
                 model=model,
             )
         yield 1.0
+        launched = 0
         while self.task_limit is None or self._planned < self.task_limit:
-            plan = self._plan()
+            plan = self._plan(launched)
             self._planned += plan.size
             self._later(self._episode(plan), 0)
-            yield round(self.rng.expovariate(self.rate / 60.0), 3) + 0.5
+            launched += 1
+            if launched < len(self.opening):
+                yield round(60.0 / self.rate, 3)
+            else:
+                yield round(self.rng.expovariate(self.rate / 60.0), 3) + 0.5
 
-    def _plan(self) -> _Plan:
+    def _plan(self, launched: int) -> _Plan:
         budget = None if self.task_limit is None else self.task_limit - self._planned
         parent = self.rng.choice(self.parents)
         failure = None
-        if self.failures and self.rng.random() < self.failure_rate:
+        scripted = launched < len(self.opening)
+        if scripted:
+            failure = self.opening[launched]
+        elif self.failures and self.rng.random() < self.failure_rate:
             failure = self.rng.choice(self.failures)
-            if budget is not None and budget < 2 and failure in PAIRED:
-                singles = [f for f in self.failures if f not in PAIRED]
-                failure = self.rng.choice(singles) if singles else None
+        if budget is not None and budget < 2 and failure in PAIRED:
+            singles = [f for f in self.failures if f not in PAIRED]
+            failure = self.rng.choice(singles) if singles else None
         if failure is None:
             shapes, weights = zip(*HEALTHY_SHAPES, strict=True)
             shape = self.rng.choices(shapes, weights)[0]
@@ -718,7 +833,9 @@ class Fleet:
         if shape in ("simple", "retry", "transient_failure") and self.rng.random() < 0.6:
             mode = "async" if shape != "transient_failure" else "wait"
         reviewers = 0
-        if shape == "reviewer" or (shape == "stale_finalize" and self.rng.random() < 0.5):
+        # A scripted stale_finalize asks no reviewers: its flags must open soon.
+        reviewed = shape == "stale_finalize" and not scripted and self.rng.random() < 0.5
+        if shape == "reviewer" or reviewed:
             reviewers = self.rng.choice((1, 2))
             if budget is not None:
                 reviewers = min(reviewers, budget - 1)
@@ -733,7 +850,7 @@ class Fleet:
         ref = f"#{1000 + next(self._episodes)}"
         parent = plan.parent
         prun = yield from self._parent_turn(parent)
-        yield self._uniform(2, 8)
+        yield self._span(2, 8)
         if plan.failure == "serialized_wait":
             yield from self._serialized_wait(plan, work, ref, prun)
             return
@@ -766,6 +883,8 @@ class Fleet:
             "transient_failure": self._transient,
             "parent_not_active": self._parent_not_active,
             "orphan_wake": self._simple,
+            "stuck": self._stuck,
+            "late_wake": self._late_wake,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -774,8 +893,11 @@ class Fleet:
         return min(self._uniform(0.01, 0.4), self.settings.dispatch_lag / 4)
 
     def _await_or_end(self, task: FleetTask, parent: str, prun: str, waits: int = 1) -> None:
-        """A wait-mode parent run stays until the result joins it; otherwise it ends soon."""
-        if task.mode == "wait":
+        """A wait-mode parent run stays until the result joins it; otherwise it ends soon,
+        unless its task's wake is to find it busy (late_wake)."""
+        if task.failure == "late_wake":
+            self._busy[task.task] = prun
+        elif task.mode == "wait":
             task.wait_run = prun
             self._parent_waits[prun] = self._parent_waits.get(prun, 0) + waits
         else:
@@ -796,7 +918,7 @@ class Fleet:
     def _simple(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan, *, span=None):
         child = task.child_thread
         yield from self._started_report(task)
-        yield from self._work(child, run, span or self._uniform(40, 300))
+        yield from self._work(child, run, span or self._span(40, 300))
         final = work.final.format(ref=ref)
         self._finish_run(child, run, "completed", final)
         named = None
@@ -806,18 +928,78 @@ class Fleet:
             named = f"node:delegated-task:provider-continuation%3A{self.tag}%3A{slug}"
         yield from self._complete(task, run, final, named_task=named)
 
+    def _stuck(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child's run works a while, then hangs: no event from it ever again, so
+        once `stuck_after` has passed since its last activity nothing owned happened."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        # Short, so that the hang (and the flag) comes early in a demo.
+        yield from self._work(child, run, self._span(20, 60))
+        self._emit(
+            "run.activity",
+            self.threads[child].env,
+            thread=child,
+            run=run,
+            note=f"Bash: {work.command}",
+        )
+        self._falls_due(self.now + self.settings.stuck_after)
+
+    def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child completes and its result's wake is queued at once; the parent run
+        that delegated stays busy, and the wake is delivered only when that run ends."""
+        child = task.child_thread
+        final = work.final.format(ref=ref)
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(20, 120))
+        self._finish_run(child, run, "completed", final)
+        yield 0.2
+        self._report(
+            task, "completed", work_state="result_available", summary=final, result_run=run
+        )
+        yield 0.1
+        wake = self._new_wake(task.parent_thread)
+        source = {"kind": "task", "task": task.task, "thread": child}
+        self._queue_wake(wake, task.parent_thread, source, final, "completed")
+        busy = self._busy.pop(task.task, None)
+        if busy is not None:
+            self._later(self._busy_parent(task, busy, wake), 0)
+
+    def _busy_parent(self, task: FleetTask, run: str, wake: str):
+        """The busy parent run ends `wake_timeout` + 10-30 s after the wake was queued;
+        the wake then starts a new run of the parent."""
+        parent = task.parent_thread
+        timeout = self.settings.wake_timeout
+        self._falls_due(self.now + timeout)
+        late, seen = self._uniform(10, 30), self._uniform(2, 6)
+        # Activity after the wake fell due: a replay (which looks at event times only)
+        # sees the flag open before the delivery resolves it.
+        yield from self._work(parent, run, timeout + seen)
+        self._emit(
+            "run.activity",
+            self.threads[parent].env,
+            thread=parent,
+            run=run,
+            note="Bash: gh run watch",
+        )
+        yield late - seen
+        if run in self.threads[parent].active:
+            self._finish_run(parent, run, "completed", f"Checked CI; read {task.title!r}.")
+        yield 0.2
+        woken = yield from self._woken_run(parent, wake)
+        self._later(self._end_parent_run(parent, woken, f"Noted the result of {task.title!r}."), 0)
+
     def _retry(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """A passing provider error ends run 1; a restart continues it and succeeds."""
         child = task.child_thread
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(20, 150))
+        yield from self._work(child, run, self._span(20, 150))
         error = self.rng.choice(TRANSIENT_ERRORS)
         self._finish_run(child, run, "failed", error, error)
-        yield self._uniform(5, 30)
+        yield self._span(5, 30)
         again = self._request_run(child, {"kind": "restart", "run": run})
         yield 0.05
         self._start_run(child, again)
-        yield from self._work(child, again, self._uniform(30, 200))
+        yield from self._work(child, again, self._span(30, 200))
         final = work.final.format(ref=ref)
         self._finish_run(child, again, "completed", final)
         yield from self._complete(task, again, final)
@@ -825,7 +1007,7 @@ class Fleet:
     def _real_failure(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         child = task.child_thread
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(30, 240))
+        yield from self._work(child, run, self._span(30, 240))
         text = self.rng.choice(REAL_FAILURES).format(ref=ref)
         self._finish_run(child, run, "failed", text, "the check failed")
         yield 0.1
@@ -858,16 +1040,16 @@ class Fleet:
         interim = work.interim.format(ref=ref)
         final = work.final.format(ref=ref)
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(15, 90))
+        yield from self._work(child, run, self._span(15, 90))
         item = self._background(child, run, kind, label, awaited)
-        yield self._uniform(1, 10)
+        yield self._span(1, 10)
         self._finish_run(child, run, "completed", interim)
         yield 0.2
         if failure == "remote_monitor":
             self._report(task, "running", work_state="working")
         else:
             self._report(task, "waiting", work_state="waiting_for_children")
-        yield self._uniform(60, 600)
+        yield self._span(60, 600)
         self._emit(
             "background.finished",
             self.threads[child].env,
@@ -894,16 +1076,16 @@ class Fleet:
             run2 = yield from self._woken_run(child, wake)
             if plan.reviewers:
                 # Seed 000's longer form: run 2 asks for reviews, whose notices wake more runs.
-                yield from self._work(child, run2, self._uniform(20, 90))
+                yield from self._work(child, run2, self._span(20, 90))
                 yield from self._reviews(task, run2, work, ref, plan.reviewers, closing=final)
             else:
-                yield from self._work(child, run2, self._uniform(20, 150))
+                yield from self._work(child, run2, self._span(20, 150))
                 self._finish_run(child, run2, "completed", final)
             return
         yield 0.05
         self._queue_wake(wake, child, {"kind": "background", "item": item}, notice, "completed")
         run2 = yield from self._woken_run(child, wake)
-        yield from self._work(child, run2, self._uniform(2, 120))
+        yield from self._work(child, run2, self._span(2, 120))
         self._finish_run(child, run2, "completed", final)
         if failure == "remote_monitor":
             # The origin finalizes on run 1's text, ignoring the monitor's wake run.
@@ -926,12 +1108,12 @@ class Fleet:
         child = task.child_thread
         final = work.final.format(ref=ref)
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(30, 200))
+        yield from self._work(child, run, self._span(30, 200))
         item = self._background(child, run, "monitor", f"Monitor: watch {work.slug}", False)
-        yield self._uniform(5, 40)
+        yield self._span(5, 40)
         self._finish_run(child, run, "completed", final)
         yield from self._complete(task, run, final)
-        yield self._uniform(60, 300)
+        yield self._span(60, 300)
         wake = self._new_wake(child)
         self._queue_wake(
             wake,
@@ -941,9 +1123,9 @@ class Fleet:
             "updated",
         )
         run2 = yield from self._woken_run(child, wake)
-        yield from self._work(child, run2, self._uniform(5, 40))
+        yield from self._work(child, run2, self._span(5, 40))
         self._finish_run(child, run2, "completed", f"Noted: {work.slug} still healthy ({ref}).")
-        yield self._uniform(30, 300)
+        yield self._span(30, 300)
         self._emit(
             "background.finished",
             self.threads[child].env,
@@ -960,8 +1142,8 @@ class Fleet:
         child = task.child_thread
         env = self.threads[child].env
         notices: list[tuple[str, float]] = []  # (wake, when the reviewer queues it)
-        gap_runs = [self._uniform(20, 120) for _ in range(count)]
-        finish_at = self.now + self._uniform(60, 400)
+        gap_runs = [self._span(20, 120) for _ in range(count)]
+        finish_at = self.now + self._span(60, 400)
         for i in range(count):
             label = "A" if i == 0 else "B"
             title = f"Review {label} of {task.title}"
@@ -981,14 +1163,14 @@ class Fleet:
                 parent_task=task.task,
             )
             wake = self._new_wake(child)
-            span = max(10.0, finish_at - self.now)
+            span = max(10.0 * self.durations, finish_at - self.now)
             result = f"{work.review.format(ref=ref)} (reviewer {label})"
             self._later(
                 self._review(review_task, review_run, span, wake, result), 0, owner=review_task
             )
             notices.append((wake, self.now + span + 0.2))
             # The next reviewer ends after this one's wake run has ended.
-            finish_at = notices[-1][1] + 0.2 + gap_runs[i] + self._uniform(5, 60)
+            finish_at = notices[-1][1] + 0.2 + gap_runs[i] + self._span(5, 60)
             yield 0.5
         self._finish_run(child, run, "completed", f"Asked for {count} review(s) of {ref}; waiting.")
         yield 0.2
@@ -1025,7 +1207,7 @@ class Fleet:
         child = task.child_thread
         final = work.final.format(ref=ref)
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(30, 150))
+        yield from self._work(child, run, self._span(30, 150))
         last = yield from self._reviews(task, run, work, ref, plan.reviewers, closing=final)
         yield from self._complete(task, last, final)
 
@@ -1035,7 +1217,7 @@ class Fleet:
         the parent by message."""
         child = task.child_thread
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(30, 200))
+        yield from self._work(child, run, self._span(30, 200))
         error = self.rng.choice(TRANSIENT_ERRORS)
         self._finish_run(child, run, "failed", error, error)
         yield 0.1
@@ -1049,11 +1231,11 @@ class Fleet:
         )
         yield 0.1
         yield from self._hand_to_parent(task, error, "failed")
-        yield self._uniform(10, 60)
+        yield self._span(10, 60)
         again = self._request_run(child, {"kind": "message"})
         yield 0.05
         self._start_run(child, again)
-        yield from self._work(child, again, self._uniform(60, 300))
+        yield from self._work(child, again, self._span(60, 300))
         final = work.final.format(ref=ref)
         self._finish_run(child, again, "completed", final)
         yield 0.2
@@ -1069,16 +1251,16 @@ class Fleet:
         env = self.threads[child].env
         final = work.final.format(ref=ref)
         yield from self._started_report(task)
-        yield from self._work(child, run, self._uniform(20, 90))
+        yield from self._work(child, run, self._span(20, 90))
         item = self._background(
             child, run, "subagent", "Agent(run_in_background=true): get a Codex review", None
         )
-        yield self._uniform(2, 20)
+        yield self._span(2, 20)
         self._finish_run(child, run, "completed", f"Started a background agent for {ref}.")
         yield 0.2
         self._report(task, "waiting", work_state="waiting_for_children")
         for _ in range(self.rng.choice((1, 2))):
-            yield self._uniform(20, 120)
+            yield self._span(20, 120)
             self._emit(
                 "tool.rejected",
                 env,
@@ -1088,13 +1270,13 @@ class Fleet:
                 message="Delegated tasks require an active run owned by this MCP provider session.",
                 caller="native_subagent",
             )
-        yield self._uniform(20, 120)
+        yield self._span(20, 120)
         self._emit("background.finished", env, thread=child, item=item, status="completed")
         yield 1.25
         run2 = self._request_run(child, {"kind": "background", "item": item})
         yield 0.05
         self._start_run(child, run2)
-        yield from self._work(child, run2, self._uniform(10, 60))
+        yield from self._work(child, run2, self._span(10, 60))
         text = f"{final} (The background agent could not delegate: parent_not_active.)"
         self._finish_run(child, run2, "completed", text)
         yield from self._complete(task, run2, text)
@@ -1140,7 +1322,7 @@ class Fleet:
         """The parent delegates the same work again (same title and prompt, another child)
         while the first child's run is still going; both finish and are delivered."""
         parent = plan.parent
-        span = self._uniform(400, 900)
+        span = self._span(400, 900)
         first, run1 = yield from self._delegate(
             work,
             ref,
@@ -1153,9 +1335,9 @@ class Fleet:
         )
         self._await_or_end(first, parent, prun)
         self._later(self._simple(first, run1, work, ref, plan, span=span), 0, owner=first)
-        yield self._uniform(120, span - 120)
+        yield self._span(120, span / self.durations - 120)
         prun2 = yield from self._parent_turn(parent)
-        yield self._uniform(1, 5)
+        yield self._span(1, 5)
         second, run2 = yield from self._delegate(
             work,
             ref,

@@ -6,6 +6,13 @@ over the HTTP API (`--url`, `--token`) or in-process into a source (`--source`).
 an orchestrator would (`connectors.simulator.answers`), posting the answer back as
 events. Every post is retried until it is taken: event ids make a resend a duplicate,
 so nothing is lost or doubled.
+
+`--demo` is what `make run` starts: a trickle with short durations whose first episodes
+carry every failure, timed against short detection settings, so that every kind of
+flag shows within five minutes. `--outage AT:FOR` withholds the events falling due in
+that window and sends them when it ends (a follower down, then catching up: the source
+goes silent). `--interrupt-on-stop` reports the unfinished runs and tasks `interrupted`
+on Ctrl-C or SIGTERM, as an orchestrator does when it shuts down.
 """
 
 from __future__ import annotations
@@ -14,12 +21,14 @@ import http.client
 import json
 import os
 import random
+import signal
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,7 +38,14 @@ from django.db import connections, transaction
 
 from supervisor.connectors.base import Outgoing
 from supervisor.connectors.simulator.answers import answer_events, view_from_fleet
-from supervisor.connectors.simulator.fleet import Fleet
+from supervisor.connectors.simulator.fleet import (
+    DEMO_DETECTION,
+    DEMO_DURATIONS,
+    DEMO_OPENING,
+    DEMO_RATE,
+    FAILURES,
+    Fleet,
+)
 from supervisor.connectors.webhook import signing
 from supervisor.core import clock
 from supervisor.core.snapshot import DetectionSettings
@@ -164,6 +180,56 @@ class Pacer:
         return max(0.0, self.origin + virtual / self.speed - time.monotonic())
 
 
+class Outages:
+    """Windows of virtual time, `(start, end)`, in which nothing is sent."""
+
+    def __init__(self, windows: list[tuple[float, float]]):
+        self.windows = sorted(windows)
+
+    def holding_until(self, virtual: float) -> float | None:
+        """The end of the outage `virtual` falls in, or None when sending is on."""
+        for start, end in self.windows:
+            if start <= virtual < end:
+                return end
+        return None
+
+    @staticmethod
+    def parse(text: str) -> tuple[float, float]:
+        at, sep, duration = text.partition(":")
+        try:
+            start, length = float(at), float(duration)
+        except ValueError:
+            raise CommandError(
+                f"--outage {text!r}: expected AT:FOR in seconds, e.g. 100:75"
+            ) from None
+        if not sep or start < 0 or length <= 0:
+            raise CommandError(f"--outage {text!r}: AT must be >= 0 and FOR above 0")
+        return start, start + length
+
+
+def batches(events: list[dict]) -> Iterator[list[dict]]:
+    """`events` cut into batches the API takes (count and size, contract §1)."""
+    batch: list[dict] = []
+    size = 0
+    for event in events:
+        encoded = len(json.dumps(event, ensure_ascii=False).encode())
+        if batch and (len(batch) >= MAX_BATCH_EVENTS or size + encoded > MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(event)
+        size += encoded
+    if batch:
+        yield batch
+
+
+class Stop(Exception):
+    """SIGTERM: stop as on Ctrl-C (what `make run` sends its children)."""
+
+
+def _stop_on_sigterm(signum, frame):
+    raise Stop
+
+
 class Receiver(ThreadingHTTPServer):
     """The webhook receiver: checks the signature, takes each idempotency key once, and
     answers the action with the simulated orchestrator's events."""
@@ -285,25 +351,68 @@ class Command(BaseCommand):
             help="detection durations the fleet is timed against, as JSON, e.g. "
             "'{\"stuck_after\": 300}' (default: the source's, else the built-in ones)",
         )
+        fleet.add_argument(
+            "--durations",
+            type=float,
+            default=1.0,
+            help="scale the fleet's work and waits by this factor (default 1)",
+        )
+        fleet.add_argument(
+            "--opening",
+            help="failures the first episodes carry, in order, comma-separated "
+            f"(from {', '.join(FAILURES)}; 'healthy' for none)",
+        )
+        fleet.add_argument(
+            "--demo",
+            action="store_true",
+            help="make run's demo: a few tasks a minute, short durations and detection "
+            "settings, every failure in the first episodes (flags within five minutes)",
+        )
+        fleet.add_argument(
+            "--outage",
+            action="append",
+            default=[],
+            metavar="AT:FOR",
+            help="withhold the events due from AT for FOR virtual seconds, then send them "
+            "(a follower down and catching up); repeatable",
+        )
+        fleet.add_argument(
+            "--interrupt-on-stop",
+            action="store_true",
+            help="on Ctrl-C or SIGTERM, report unfinished runs and tasks interrupted",
+        )
         fleet.add_argument("--manifest", help="write the tasks, failures and expected flags here")
         answer = parser.add_argument_group("answering actions (webhook receiver)")
         answer.add_argument("--listen", metavar="HOST:PORT", help="serve the webhook receiver")
-        answer.add_argument("--secret", help="the webhook connector's secret (with --listen)")
+        answer.add_argument(
+            "--secret",
+            default=os.environ.get("SUPERVISOR_SIMULATOR_SECRET"),
+            help="the webhook connector's secret (with --listen; default: "
+            "$SUPERVISOR_SIMULATOR_SECRET)",
+        )
 
     def handle(self, *args, **options):
         self.verbosity = options["verbosity"]
+        if options["demo"]:
+            self._demo_defaults(options)
         sink, detection = self._target(options)
         self._check_numbers(options)
+        outages = Outages([Outages.parse(text) for text in options["outage"]])
         seed = options["seed"] if options["seed"] is not None else random.randrange(1, 10**6)
-        fleet = Fleet(
-            seed,
-            start=clock.now().replace(microsecond=0),
-            parents=options["parents"],
-            rate=options["rate"],
-            failure_rate=options["failure_rate"],
-            tasks=options["tasks"],
-            settings=detection,
-        )
+        try:
+            fleet = Fleet(
+                seed,
+                start=clock.now().replace(microsecond=0),
+                parents=options["parents"],
+                rate=options["rate"],
+                failure_rate=options["failure_rate"],
+                tasks=options["tasks"],
+                settings=detection,
+                opening=self._opening(options["opening"]),
+                durations=options["durations"],
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         pacer = Pacer(options["speed"])
         self.stdout.write(
             f"Simulating seed {seed}: {options['tasks'] or 'unlimited'} tasks at "
@@ -312,15 +421,27 @@ class Command(BaseCommand):
         )
         receiver = self._listen(options, fleet, sink, pacer)
         manifest = Path(options["manifest"]) if options["manifest"] else None
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        # A shell without job control starts background commands ignoring SIGINT; the
+        # simulator stops on it wherever it was started.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            sent = self._run(fleet, sink, pacer, manifest)
+            sent = self._run(fleet, sink, pacer, manifest, outages)
             self._write_manifest(fleet, manifest)
             self._summary(fleet, sink, sent)
             if receiver is not None:
                 self.stdout.write("The fleet is done; still answering actions (Ctrl-C stops).")
                 while True:
                     time.sleep(1)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Stop):
+            # A second signal while stopping abandons what is left.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if receiver is not None:
+                receiver.shutdown()
+                receiver.server_close()
+                receiver = None
+            if options["interrupt_on_stop"]:
+                self._interrupt(fleet, sink)
             self._write_manifest(fleet, manifest)
             self.stderr.write("Stopped (Ctrl-C).")
             sys.exit(130)
@@ -328,6 +449,43 @@ class Command(BaseCommand):
             if receiver is not None:
                 receiver.shutdown()
                 receiver.server_close()
+
+    def _demo_defaults(self, options) -> None:
+        """`--demo` fills in what was not given; explicit options still win."""
+        defaults = {
+            "rate": (2.0, DEMO_RATE),
+            "durations": (1.0, DEMO_DURATIONS),
+            "opening": (None, ",".join(f or "healthy" for f in DEMO_OPENING)),
+            "detection": (None, json.dumps(DEMO_DETECTION)),
+        }
+        for name, (default, demo) in defaults.items():
+            if options[name] == default:
+                options[name] = demo
+
+    def _opening(self, text: str | None) -> list[str | None]:
+        if not text:
+            return []
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = sorted({n for n in names if n != "healthy" and n not in FAILURES})
+        if unknown:
+            raise CommandError(
+                f"--opening: unknown failure(s) {', '.join(unknown)}; "
+                f"choose from {', '.join(FAILURES)} or healthy"
+            )
+        return [None if n == "healthy" else n for n in names]
+
+    def _interrupt(self, fleet: Fleet, sink) -> None:
+        """What an orchestrator does when it shuts down: its unfinished runs and tasks
+        are reported interrupted, so none of them reads as stuck afterwards."""
+        events = fleet.interrupt_all()
+        try:
+            for batch in batches(events):
+                sink.send(batch)
+        except (CommandError, OSError) as exc:
+            self.stderr.write(f"could not report the unfinished work interrupted: {exc}")
+            return
+        if events:
+            self.stderr.write(f"Reported {len(events)} unfinished run(s) and task(s) interrupted.")
 
     def _target(self, options):
         url, token, source_name = options["url"], options["token"], options["source"]
@@ -361,6 +519,8 @@ class Command(BaseCommand):
         return SourceSink(source), DetectionSettings.from_overrides(merged, overrides)
 
     def _check_numbers(self, options):
+        if options["durations"] <= 0:
+            raise CommandError("--durations must be above 0")
         if options["speed"] <= 0:
             raise CommandError("--speed must be above 0")
         if options["rate"] <= 0:
@@ -388,44 +548,50 @@ class Command(BaseCommand):
         self.stdout.write(f"Answering actions on http://{bound_host}:{bound_port}/")
         return receiver
 
-    def _run(self, fleet: Fleet, sink, pacer: Pacer, manifest: Path | None) -> int:
-        """Send the fleet's events as they fall due; returns how many were sent."""
+    def _run(self, fleet: Fleet, sink, pacer: Pacer, manifest: Path | None, outages) -> int:
+        """Send the fleet's events as they fall due (held through outages); returns how
+        many were sent."""
         pending: list[dict] = []
-        size = 0
         sent = 0
         announced = 0
         last_manifest = time.monotonic()
 
-        def flush():
-            nonlocal pending, size, sent
-            if pending:
-                sink.send(pending)
-                sent += len(pending)
-                pending, size = [], 0
+        def flush(force: bool = False):
+            nonlocal pending, sent
+            if not pending or (not force and outages.holding_until(pacer.virtual_now())):
+                return
+            for batch in batches(pending):
+                sink.send(batch)
+                sent += len(batch)
+            pending = []
 
         try:
             for virtual, event in fleet.events():
-                wait = pacer.wait_until(virtual)
-                if wait > 0:
+                while (wait := pacer.wait_until(virtual)) > 0:
                     flush()
+                    # An outage ending before the event is due sends what it held then.
+                    end = outages.holding_until(pacer.virtual_now())
+                    if end is not None and end < virtual:
+                        time.sleep(pacer.wait_until(end))
+                        continue
                     time.sleep(wait)
-                encoded = len(json.dumps(event, ensure_ascii=False).encode())
-                if pending and (
-                    len(pending) >= MAX_BATCH_EVENTS or size + encoded > MAX_BATCH_BYTES
-                ):
-                    flush()
                 pending.append(event)
-                size += encoded
+                if len(pending) >= MAX_BATCH_EVENTS:
+                    flush()
                 while announced < len(fleet.tasks):
                     self._announce(fleet.tasks[announced])
                     announced += 1
                 if manifest and time.monotonic() - last_manifest > 2:
                     self._write_manifest(fleet, manifest)
                     last_manifest = time.monotonic()
-            flush()
-        except KeyboardInterrupt:
-            # What fell due before Ctrl-C still goes out; a second Ctrl-C abandons it.
-            flush()
+            # A fleet that ends inside an outage still waits for it to end.
+            end = outages.holding_until(pacer.virtual_now())
+            if end is not None:
+                time.sleep(pacer.wait_until(end))
+            flush(force=True)
+        except (KeyboardInterrupt, Stop):
+            # What fell due before the stop still goes out; a second Ctrl-C abandons it.
+            flush(force=True)
             raise
         return sent
 

@@ -1,10 +1,12 @@
 """`make run`: migrate, make an operator login if there is none, then run the web server,
-a Celery worker and beat in the foreground; Ctrl-C stops them all."""
+a Celery worker, beat and, when no orchestrator is configured, the simulated fleet, in
+the foreground; Ctrl-C stops them all."""
 
 import contextlib
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,7 +14,14 @@ import time
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from supervisor.connectors.simulator.fleet import DEMO_DETECTION
+
+DEMO_SOURCE = "demo"
+# About 100 s in, the demo's follower stops sending for 75 s: `source_silent` (45 s in
+# the demo) opens and resolves within the first five minutes.
+DEMO_OUTAGE = "100:75"
 
 
 class Command(BaseCommand):
@@ -23,6 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
 
     def handle(self, port, host, **options):
+        demo = self._demo_setting()
+        self.child_env: dict[str, dict[str, str]] = {}
         call_command("migrate", verbosity=0, interactive=False)
         self._ensure_operator()
         python = sys.executable
@@ -64,6 +75,8 @@ class Command(BaseCommand):
                 settings.CELERY_BEAT_SCHEDULE_FILENAME,
             ],
         }
+        if demo is not False and (demo or self._no_orchestrator()):
+            commands["simulator"] = self._demo_command(python)
         children = {}
         stopping = False
 
@@ -75,26 +88,45 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         for name, command in commands.items():
             # Each child in its own process group, so that we alone decide when it stops.
-            children[name] = subprocess.Popen(command, start_new_session=True)
+            env = {**os.environ, **self.child_env.get(name, {})}
+            children[name] = subprocess.Popen(command, env=env, start_new_session=True)
         self.stdout.write(f"Supervisor is up: http://{host}:{port}/  (Ctrl-C stops it)")
         try:
             while not stopping:
-                for name, child in children.items():
-                    if child.poll() is not None:
-                        self.stderr.write(f"{name} exited with {child.returncode}; stopping")
-                        stopping = True
+                for name, child in list(children.items()):
+                    if child.poll() is None:
+                        continue
+                    if name == "simulator":
+                        # The dashboard is still worth having without its demo.
+                        self.stderr.write(
+                            f"the simulated fleet exited with {child.returncode}; "
+                            "the dashboard stays up"
+                        )
+                        del children[name]
+                        continue
+                    self.stderr.write(f"{name} exited with {child.returncode}; stopping")
+                    stopping = True
                 time.sleep(0.2)
         finally:
             self._stop(children)
 
     def _stop(self, children):
-        for child in children.values():
+        # The simulator first: it reports its unfinished work interrupted, and the
+        # worker, still up, judges those events before it stops.
+        first = {k: v for k, v in children.items() if k == "simulator"}
+        rest = {k: v for k, v in children.items() if k != "simulator"}
+        for group in (first, rest):
+            self._terminate(group.values())
+        self.stdout.write("Stopped.")
+
+    def _terminate(self, children, grace: float = 10) -> None:
+        for child in children:
             if child.poll() is None:
                 # The leader alone: Celery stops its own pool; the group is killed only
                 # if something is still there after the grace period.
                 child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for child in children.values():
+        deadline = time.monotonic() + grace
+        for child in children:
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -102,7 +134,56 @@ class Command(BaseCommand):
                 child.wait()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)  # leftovers of the group, if any
-        self.stdout.write("Stopped.")
+
+    def _demo_setting(self) -> bool | None:
+        """SUPERVISOR_DEMO: 0 off, 1 on, unset: on when no orchestrator is configured."""
+        value = os.environ.get("SUPERVISOR_DEMO", "").strip()
+        if value not in ("", "0", "1"):
+            raise CommandError(f"SUPERVISOR_DEMO must be 0 or 1 (got {value!r})")
+        return None if value == "" else value == "1"
+
+    def _no_orchestrator(self) -> bool:
+        from supervisor.core.models import Source
+
+        return not Source.objects.filter(internal=False).exclude(name=DEMO_SOURCE).exists()
+
+    def _demo_command(self, python: str) -> list[str]:
+        """The simulator's command line, after binding the demo source to it: its
+        webhook connector points at the loopback port the simulator answers actions on."""
+        from supervisor.core.models import Source
+        from supervisor.core.sources import check_connector, do_create_source
+
+        source = Source.objects.filter(name=DEMO_SOURCE).first()
+        if source is None:
+            source, _ = do_create_source(DEMO_SOURCE, DEMO_SOURCE, "ingest,read,act")
+        secret = source.connector_settings.get("secret") or secrets.token_urlsafe(24)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        source.settings = dict(DEMO_DETECTION)
+        source.connector = "webhook"
+        source.connector_settings = check_connector(
+            "webhook", {"url": f"http://127.0.0.1:{port}/", "secret": secret, "timeout": 10}
+        )
+        source.save(update_fields=["settings", "connector", "connector_settings"])
+        command = [
+            *(python, str(settings.BASE_DIR / "manage.py"), "simulate", "--demo"),
+            *("--source", DEMO_SOURCE),
+            *("--listen", f"127.0.0.1:{port}"),
+            *("--outage", DEMO_OUTAGE, "--interrupt-on-stop", "--verbosity", "0"),
+        ]
+        seed = os.environ.get("SUPERVISOR_DEMO_SEED", "").strip()
+        if seed:
+            if not seed.isdigit():
+                raise CommandError(f"SUPERVISOR_DEMO_SEED must be a whole number (got {seed!r})")
+            command += ["--seed", seed]
+        # In the environment, not on the command line where `ps` would show it.
+        self.child_env["simulator"] = {"SUPERVISOR_SIMULATOR_SECRET": secret}
+        self.stdout.write(
+            f"A simulated fleet sends events to source {DEMO_SOURCE!r} and answers its "
+            "actions (SUPERVISOR_DEMO=0 turns it off)."
+        )
+        return command
 
     def _ensure_operator(self):
         User = get_user_model()

@@ -1,0 +1,70 @@
+"""`make run`, the README's first command, as a newcomer runs it: every process it
+starts (web, worker, beat and the simulated fleet), the demo feeding the dashboard, a
+second start on the same folder, and Ctrl-C leaving nothing behind."""
+
+from tests.make_run import make_run
+from tests.workers import wait_for
+
+
+def roles(processes: dict[int, str]) -> set[str]:
+    found = set()
+    for command in processes.values():
+        if " daphne " in f" {command} ":
+            found.add("web")
+        elif " worker " in f" {command} ":
+            found.add("worker")
+        elif " beat " in f" {command} ":
+            found.add("beat")
+        elif " simulate " in f" {command} ":
+            found.add("simulator")
+        elif " up" in command and "manage.py" in command:
+            found.add("up")
+        elif command.startswith("make "):
+            found.add("make")
+    return found
+
+
+def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(tmp_path):
+    var_dir = tmp_path / "var"
+    with make_run(var_dir, seed=11) as run:
+        run.wait_until_serving()
+        assert run.password, run.output()
+        assert "A simulated fleet sends events to source 'demo'" in run.output()
+        wait_for(
+            lambda: roles(run.processes()) >= {"make", "up", "web", "worker", "beat", "simulator"},
+            what="web, worker, beat and the simulator under make and up",
+            timeout=60,
+        )
+        run.ctrl_c()  # make ends as a process killed by SIGINT would
+        assert "Stopped." in run.output()
+        assert run.processes() == {}, f"left behind: {run.processes()}"
+        first = run.output()
+
+    # A second run on the same folder: no new login, the same demo source, and again
+    # nothing left behind.
+    with make_run(var_dir, seed=12) as again:
+        again.wait_until_serving()
+        assert "Created the first login" not in again.output()
+        assert again.password is None
+        wait_for(
+            lambda: "simulator" in roles(again.processes()),
+            what="the simulated fleet of the second run",
+            timeout=60,
+        )
+        again.ctrl_c()
+        assert again.processes() == {}, f"left behind: {again.processes()}"
+    assert "Created the first login" in first
+
+
+def test_the_demo_stays_off_with_supervisor_demo_0(tmp_path):
+    with make_run(tmp_path / "var", extra_env={"SUPERVISOR_DEMO": "0"}) as run:
+        run.wait_until_serving()
+        wait_for(
+            lambda: roles(run.processes()) >= {"web", "worker", "beat"},
+            what="web, worker and beat",
+            timeout=60,
+        )
+        assert "simulator" not in roles(run.processes())
+        assert "simulated fleet" not in run.output()
+        run.ctrl_c()
+        assert run.processes() == {}
