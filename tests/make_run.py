@@ -136,17 +136,26 @@ def _flush_redis(url: str) -> None:
 
 
 @contextmanager
-def make_run(var_dir: Path, *, seed: int | None = None, extra_env: dict | None = None):
-    """`make run` on a fresh var folder and a free port; stopped with Ctrl-C (and
-    anything left killed) when the block ends."""
+def make_run(
+    var_dir: Path,
+    *,
+    seed: int | None = None,
+    extra_env: dict | None = None,
+    again: bool = False,
+    keep: bool = False,
+):
+    """`make run` on a var folder and a free port; stopped with Ctrl-C (and anything
+    left killed) when the block ends. A fresh store unless `again` (the one a run with
+    `keep` left: its var folder, and on PostgreSQL its database)."""
     var_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     services = service_env(DATABASE)
-    if "DATABASE_URL" in services:
-        _recreate_database(services["DATABASE_URL"])
-    for name in ("CELERY_BROKER_URL", "CHANNEL_LAYER_URL"):
-        if name in services:
-            _flush_redis(services[name])
+    if not again:
+        if "DATABASE_URL" in services:
+            _recreate_database(services["DATABASE_URL"])
+        for name in ("CELERY_BROKER_URL", "CHANNEL_LAYER_URL"):
+            if name in services:
+                _flush_redis(services[name])
     env = {
         key: value
         for key, value in os.environ.items()
@@ -182,5 +191,5 @@ def make_run(var_dir: Path, *, seed: int | None = None, extra_env: dict | None =
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         run.kill_leftovers()
-        if "DATABASE_URL" in services:
+        if "DATABASE_URL" in services and not keep:
             _recreate_database(services["DATABASE_URL"], drop_only=True)

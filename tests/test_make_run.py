@@ -26,7 +26,7 @@ def roles(processes: dict[int, str]) -> set[str]:
 
 def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(tmp_path):
     var_dir = tmp_path / "var"
-    with make_run(var_dir, seed=11) as run:
+    with make_run(var_dir, seed=11, keep=True) as run:
         run.wait_until_serving()
         assert run.password, run.output()
         assert "A simulated fleet sends events to source 'demo'" in run.output()
@@ -42,7 +42,7 @@ def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(t
 
     # A second run on the same folder: no new login, the same demo source, and again
     # nothing left behind.
-    with make_run(var_dir, seed=12) as again:
+    with make_run(var_dir, seed=12, again=True) as again:
         again.wait_until_serving()
         assert "Created the first login" not in again.output()
         assert again.password is None
