@@ -1,12 +1,14 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from .api.metrics import metrics
 from .api.router import api
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api.urls),
+    path("metrics", metrics, name="metrics"),
     path("", include("supervisor.notify.urls")),
     path("", include("supervisor.web.urls")),
 ]

@@ -19,6 +19,7 @@ SCOPE_WORDS = {
     "ingest": "ingest — send events",
     "read": "read — read tasks and flags through the API",
     "act": "act — cancel, continue, deliver and act on flags through the API",
+    "metrics": "metrics — read the Prometheus figures at /metrics",
 }
 ROLE_CHOICES = [(role, f"{role} — {ROLE_WORDS[role]}") for role in ROLES]
 

@@ -146,6 +146,9 @@ MATRIX = [
     # the audit: everyone logged in reads it
     ("/audit/", "GET", {ANONYMOUS: LOGIN, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     ("/audit/", "POST", {ANONYMOUS: LOGIN, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    # Prometheus figures: a bearer token with the metrics scope only, never a session
+    ("/metrics", "GET", {ANONYMOUS: 401, VIEWER: 401, OPERATOR: 401, ADMIN: 401}),
+    ("/metrics", "POST", {ANONYMOUS: 405, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # acting on a flag: the page's form and the API
     ("/flags/{flag}/", "GET", {ANONYMOUS: LOGIN, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     (

@@ -14,7 +14,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--namespace", help="Share ids with other sources (default: NAME).")
-        parser.add_argument("--scopes", default="ingest,read", help="ingest,read,act")
+        parser.add_argument(
+            "--scopes",
+            default="ingest,read",
+            help=f"comma-separated, among {','.join(Source.SCOPES)} (default: ingest,read)",
+        )
         parser.add_argument(
             "--detection",
             default="{}",
