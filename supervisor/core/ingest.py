@@ -14,8 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from . import clock
+from .batch_write import copy_rows, update_rows
 from .contract import Event, EventError, event_id_of, parse_event
 from .models import (
     BackgroundItem,
@@ -93,16 +95,19 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         result.duplicates += len(valid) - len(new)
         result.accepted = len(new)
         if new:
-            IngestedEvent.objects.bulk_create(
-                IngestedEvent(
-                    source=source,
-                    event_id=e.id,
-                    type=e.type,
-                    at=e.at,
-                    env=e.env,
-                    data=raw_by_id[e.id].get("data", {}),
-                )
-                for e in new
+            copy_rows(
+                IngestedEvent,
+                [
+                    IngestedEvent(
+                        source=source,
+                        event_id=e.id,
+                        type=e.type,
+                        at=e.at,
+                        env=e.env,
+                        data=raw_by_id[e.id].get("data", {}),
+                    )
+                    for e in new
+                ],
             )
             mirror = Mirror(source)
             for event in new:
@@ -111,8 +116,16 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
             result.touched_tasks = mirror.touched_tasks
             result.touched_threads = mirror.touched_threads
             _record_changes(source, result)
-        if valid:
-            Source.objects.filter(pk=source.pk).update(last_event_at=clock.now())
+        if valid or result.rejected:
+            # The source's counters move in the batch's own transaction; rejected-only
+            # batches leave last_event_at alone.
+            counts = {
+                "events_accepted": F("events_accepted") + result.accepted,
+                "events_rejected": F("events_rejected") + len(result.rejected),
+            }
+            if valid:
+                counts["last_event_at"] = clock.now()
+            Source.objects.filter(pk=source.pk).update(**counts)
     return result
 
 
@@ -137,7 +150,8 @@ def _existing_ids(source: Source, ids: list[str]) -> set[str]:
 
 def _record_changes(source: Source, result: IngestResult) -> None:
     now = clock.now()
-    Change.objects.bulk_create(
+    copy_rows(
+        Change,
         [
             Change(
                 at=now,
@@ -157,7 +171,7 @@ def _record_changes(source: Source, result: IngestResult) -> None:
                 subject_id=thread_id,
             )
             for thread_id in sorted(result.touched_threads)
-        ]
+        ],
     )
 
 
@@ -403,21 +417,31 @@ class Mirror:
         )
 
     def _write(self) -> None:
+        # Detection bookkeeping (the evaluation job and the sweep start from these),
+        # written with the rows themselves where the batch holds them.
+        now = clock.now()
+        for touched, rows in (
+            (self.touched_tasks, self.tasks),
+            (self.touched_threads, self.threads),
+        ):
+            for subject_id in touched:
+                if subject_id in rows:
+                    rows[subject_id].last_event_at = now
         # Threads first: Django fills the other rows' foreign keys from the saved instances.
         _save_all(Thread, self.threads.values())
         _save_all(Task, self.tasks.values())
-        _save_all(Run, self.runs.values())
-        _save_all(BackgroundItem, self.items.values())
-        _save_all(Wake, self.wakes.values())
-        TaskReport.objects.bulk_create(self.reports)
-        ToolRejection.objects.bulk_create(self.rejections)
-        # Detection bookkeeping: the evaluation job and the sweep start from these.
-        now = clock.now()
-        Task.objects.filter(namespace_id=self.namespace_id, task_id__in=self.touched_tasks).update(
-            last_event_at=now
-        )
+        # Nothing refers to these by key: their new rows need no ids back.
+        _save_all(Run, self.runs.values(), ids=False)
+        _save_all(BackgroundItem, self.items.values(), ids=False)
+        _save_all(Wake, self.wakes.values(), ids=False)
+        copy_rows(TaskReport, self.reports)
+        copy_rows(ToolRejection, self.rejections)
+        # Subjects named without their row in the batch (a wake's source task, say).
+        Task.objects.filter(
+            namespace_id=self.namespace_id, task_id__in=self.touched_tasks - self.tasks.keys()
+        ).update(last_event_at=now)
         Thread.objects.filter(
-            namespace_id=self.namespace_id, thread_id__in=self.touched_threads
+            namespace_id=self.namespace_id, thread_id__in=self.touched_threads - self.threads.keys()
         ).update(last_event_at=now)
         for name, at in self.environments.items():
             env, created = Environment.objects.get_or_create(
@@ -447,13 +471,17 @@ def _values(row) -> dict:
     return {f.attname: getattr(row, f.attname) for f in _columns(type(row))}
 
 
-def _save_all(model, rows) -> None:
-    """Insert new rows in bulk; update only the columns a batch changed, row by row
-    (cheaper than bulk_update's CASE over every column, and most rows change little)."""
+def _save_all(model, rows, ids: bool = True) -> None:
+    """Insert new rows in bulk (by COPY when their ids are not needed); update only the
+    columns a batch changed, one statement per set of changed columns (most rows change
+    a few columns, the same few)."""
     rows = list(rows)
     new = [r for r in rows if r.pk is None]
-    if new:
+    if new and ids:
         model.objects.bulk_create(new)
+    elif new:
+        copy_rows(model, new)
+    changes = []
     for row in rows:
         loaded = getattr(row, "_as_loaded", None)
         if loaded is None:
@@ -461,4 +489,5 @@ def _save_all(model, rows) -> None:
         row._prepare_related_fields_for_save(operation_name="save")
         changed = {k: v for k, v in _values(row).items() if loaded[k] != v}
         if changed:
-            model.objects.filter(pk=row.pk).update(**changed)
+            changes.append((row.pk, changed))
+    update_rows(model, changes)
