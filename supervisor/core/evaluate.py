@@ -14,8 +14,9 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
+from .batch_write import update_rows
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
 from .models import Flag, Namespace, Source, Task, Thread, Wake
@@ -69,23 +70,52 @@ def affected_subjects(
     return tasks, threads
 
 
+# Touched by an event after its last evaluation (or never evaluated since one).
+OUT_OF_DATE = Q(evaluated_at__isnull=True, last_event_at__isnull=False) | Q(
+    last_event_at__gt=F("evaluated_at")
+)
+
+
+def out_of_date(
+    namespace_id: int, tasks: Iterable[str], threads: Iterable[str]
+) -> tuple[set[str], set[str]]:
+    """The given subjects less those judged since their last event: a later job (or the
+    sweep) that judged them also judged everything their events can change. Ids with
+    no row yet are kept. Under a backlog, jobs for busy subjects then cost nothing."""
+    kept = []
+    for model, key, ids in ((Task, "task_id", set(tasks)), (Thread, "thread_id", set(threads))):
+        rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
+        current = set(rows.exclude(OUT_OF_DATE).values_list(key, flat=True))
+        kept.append(ids - current)
+    return kept[0], kept[1]
+
+
 def evaluate(
     namespace_id: int,
     now: datetime,
     *,
     tasks: Iterable[str] | None = None,
     threads: Iterable[str] | None = None,
+    widen: bool = True,
 ) -> datetime | None:
     """Make the open flags of the subjects exactly those the rules find at `now`; return
-    the earliest time at which they could change with no new event (None: never)."""
+    the earliest time at which they could change with no new event (None: never).
+
+    Subjects touched by events are judged with every subject the events can change
+    (`affected_subjects`); `widen=False` judges only the given ones, for subjects due by
+    the clock alone: each subject's own due time covers what time changes for it."""
     rules_settings = detection_settings(namespace_id)
     if tasks is None and threads is None:
         snap = load_namespace(namespace_id)
         task_ids = {t.id for t in snap.tasks.values() if t.known}
         thread_ids = set(snap.threads)
     else:
-        task_ids, thread_ids = affected_subjects(namespace_id, tasks or (), threads or ())
+        if widen:
+            task_ids, thread_ids = affected_subjects(namespace_id, tasks or (), threads or ())
+        else:
+            task_ids, thread_ids = set(tasks or ()), set(threads or ())
         snap = load_for_subjects(namespace_id, task_ids, thread_ids)
+        snap.judged = frozenset(task_ids)
     findings = run_rules(snap, rules_settings, now)
     due = due_times(snap, rules_settings, now)
     with transaction.atomic():
@@ -150,13 +180,15 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
 
 
 def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
-    by_due = defaultdict(set)
-    for subject_id in ids:
-        by_due[due.get((subject_type, subject_id))].add(subject_id)
-    for when, group in by_due.items():
-        model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": group}).update(
-            evaluated_at=now, next_check_at=when
-        )
+    # Each subject has its own next check: one statement per chunk, not one per time.
+    rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
+    update_rows(
+        model,
+        (
+            (pk, {"evaluated_at": now, "next_check_at": due.get((subject_type, subject_id))})
+            for pk, subject_id in rows.values_list("pk", key)
+        ),
+    )
 
 
 def evaluate_namespace(namespace_id: int, now: datetime) -> datetime | None:

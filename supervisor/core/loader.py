@@ -11,6 +11,7 @@ from collections import defaultdict
 from django.db.models import Q
 
 from .models import BackgroundItem, Run, Task, TaskReport, Thread, ToolRejection, Wake
+from .ownership import normalized
 from .snapshot import (
     ItemView,
     RejectionView,
@@ -149,11 +150,12 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     ns = Q(namespace_id=namespace_id)
     subjects = list(
         Task.objects.filter(ns, task_id__in=task_ids).values_list(
-            "child_thread_id", "parent_thread_id"
+            "child_thread_id", "parent_thread_id", "title"
         )
     )
-    children = {child for child, _ in subjects if child}
-    parents = {parent for _, parent in subjects if parent}
+    children = {child for child, _, _ in subjects if child}
+    parents = {parent for _, parent, _ in subjects if parent}
+    titles = {normalized(title) for _, _, title in subjects}
     threads = set(Thread.objects.filter(ns, thread_id__in=thread_ids).values_list("pk", flat=True))
     child_names = set(Thread.objects.filter(pk__in=children).values_list("thread_id", flat=True))
     wakes = (
@@ -162,17 +164,27 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         | Q(source_thread__in=child_names)
     )
     named = set(Wake.objects.filter(ns & wakes).values_list("source_task", "source_thread"))
+    # Thread names to keys first: an OR over a join keeps PostgreSQL from using indexes.
+    named_threads = set(
+        Thread.objects.filter(ns, thread_id__in={t for _, t in named if t}).values_list(
+            "pk", flat=True
+        )
+    )
     tasks = ns & (
         Q(task_id__in=task_ids | {task for task, _ in named if task})
         | Q(parent_thread_id__in=children | parents)
-        | Q(child_thread_id__in=children)
-        | Q(child_thread__thread_id__in={thread for _, thread in named if thread})
+        | Q(child_thread_id__in=children | named_threads)
     )
-    run_threads = children | set(
+    # Runs of the subjects' child threads, and of the siblings that may be the same
+    # work delegated earlier (duplicate_delegation); the other tasks are read without.
+    run_threads = set(children)
+    for child, parent, title in (
         Task.objects.filter(tasks)
         .exclude(child_thread=None)
-        .values_list("child_thread_id", flat=True)
-    )
+        .values_list("child_thread_id", "parent_thread_id", "title")
+    ):
+        if parent in parents and normalized(title) in titles:
+            run_threads.add(child)
     snap = _load(
         tasks=tasks,
         runs=Q(thread_id__in=run_threads),

@@ -28,6 +28,14 @@ def known_tasks(snap: Snapshot) -> list[TaskView]:
     return sorted((task for task in snap.tasks.values() if task.known), key=lambda t: t.id)
 
 
+def judged_tasks(snap: Snapshot) -> list[TaskView]:
+    """The known tasks whose flags this evaluation decides: every one, or the ones the
+    snapshot was loaded to judge (`Snapshot.judged`); the others are only read."""
+    if snap.judged is None:
+        return known_tasks(snap)
+    return [task for task in known_tasks(snap) if task.id in snap.judged]
+
+
 def child_thread(snap: Snapshot, task: TaskView) -> str | None:
     """T's child thread; while the delegation has not named it, the thread of T's first run."""
     if task.child_thread is not None:

@@ -186,6 +186,9 @@ class Snapshot:
     wakes: dict[str, WakeView] = field(default_factory=dict)
     rejections: list[RejectionView] = field(default_factory=list)
     threads: set[str] = field(default_factory=set)
+    # The task ids whose flags are being decided (None: all): the rules judge these and
+    # read the rest, which a snapshot loads only as their context.
+    judged: frozenset[str] | None = None
     # Derived values (ownership) computed once per snapshot; like the cached properties
     # below, valid only while the snapshot is not changed after it is built.
     memo: dict = field(default_factory=dict, repr=False, compare=False)

@@ -9,14 +9,16 @@ from celery import shared_task
 from django.db import transaction
 
 from . import actions, clock
-from .evaluate import evaluate
+from .evaluate import evaluate, out_of_date
 from .ingest import IngestResult
 from .sweep import sweep
 
 
 @shared_task(name="supervisor.evaluate", acks_late=True, soft_time_limit=120, time_limit=150)
 def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[str]) -> None:
-    evaluate(namespace_id, clock.now(), tasks=task_ids, threads=thread_ids)
+    tasks, threads = out_of_date(namespace_id, task_ids, thread_ids)
+    if tasks or threads:
+        evaluate(namespace_id, clock.now(), tasks=tasks, threads=threads)
 
 
 @shared_task(name="supervisor.sweep", acks_late=True, soft_time_limit=240, time_limit=300)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, Max, OuterRef, Q, Value
+from django.db import connection
+from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from ninja.errors import HttpError
@@ -99,22 +100,51 @@ def _open_flags_exist():
 # --- overview -----------------------------------------------------------------------
 
 
+def _needing_action() -> list[Task]:
+    """The known tasks with open flags, the most recently flagged first (ties: newest
+    task), each with `last_flag_at`. Grouped from the open flags (few, and indexed), not
+    aggregated over every task: two queries whatever the number of tasks."""
+    # The task's `known` as a scalar subquery (one index probe per open flag): a join
+    # would read the whole task table.
+    known = Subquery(Task.objects.filter(pk=OuterRef("task_id")).values("known")[:1])
+    latest = list(
+        Flag.objects.filter(state=Flag.OPEN, task__isnull=False)
+        .annotate(task_known=known)
+        .filter(task_known=True)
+        .values("task_id")
+        .annotate(last_flag_at=Max("opened_at"))
+        .order_by("-last_flag_at", "-task_id")
+        .values_list("task_id", "last_flag_at")[:NEEDS_ACTION_LIMIT]
+    )
+    tasks = _tasks().in_bulk([pk for pk, _ in latest])
+    needing = []
+    for pk, last_flag_at in latest:
+        task = tasks.get(pk)
+        if task is None:  # deleted in between
+            continue
+        task.last_flag_at = last_flag_at
+        needing.append(task)
+    return needing
+
+
 def overview_context(can_act: bool) -> dict:
     open_flags = Flag.objects.filter(state=Flag.OPEN)
     by_kind = list(open_flags.values("kind").annotate(n=Count("pk")).order_by("-n", "kind"))
+    # Each open flag's environment through a scalar subquery (an index probe per flag),
+    # not a join, which would read the whole task table.
+    environment = Subquery(
+        Task.objects.filter(pk=OuterRef("task_id")).values(
+            environment=Coalesce("target_env", "env", Value("default"))
+        )[:1]
+    )
     by_env = list(
         open_flags.filter(task__isnull=False)
-        .annotate(environment=Coalesce("task__target_env", "task__env", Value("default")))
+        .annotate(environment=environment)
         .values("environment")
         .annotate(n=Count("pk"))
         .order_by("-n", "environment")
     )
-    needing = list(
-        _tasks()
-        .annotate(last_flag_at=Max("flags__opened_at", filter=Q(flags__state=Flag.OPEN)))
-        .filter(last_flag_at__isnull=False)
-        .order_by("-last_flag_at", "-pk")[:NEEDS_ACTION_LIMIT]
-    )
+    needing = _needing_action()
     latest = list(
         _tasks().filter(~_open_flags_exist()).order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
     )
@@ -129,7 +159,8 @@ def overview_context(can_act: bool) -> dict:
     thread_ids = {f.subject_id for f in other_flags if f.subject_type == "thread"}
     thread_pks: dict[tuple[int, str], int] = {}
     if thread_ids:
-        rows = Thread.objects.filter(thread_id__in=thread_ids)
+        namespaces = {f.namespace_id for f in other_flags if f.subject_type == "thread"}
+        rows = Thread.objects.filter(namespace_id__in=namespaces, thread_id__in=thread_ids)
         for ns, name, pk in rows.values_list("namespace_id", "thread_id", "pk"):
             thread_pks[(ns, name)] = pk
     silent, on_threads = [], []
@@ -190,6 +221,25 @@ def filtered_tasks(filters: dict):
     return tasks
 
 
+def target_envs() -> set[str]:
+    """The distinct `target_env` values of all tasks, found by skipping through the
+    task_target_env index (one probe per value) instead of reading every task."""
+    table = connection.ops.quote_name(Task._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH RECURSIVE envs(name) AS (
+                SELECT MIN(target_env) FROM {table}
+                UNION ALL
+                SELECT (SELECT MIN(target_env) FROM {table} WHERE target_env > envs.name)
+                FROM envs WHERE envs.name IS NOT NULL
+            )
+            SELECT name FROM envs WHERE name IS NOT NULL
+            """
+        )
+        return {name for (name,) in cursor.fetchall()}
+
+
 def task_list_context(params) -> dict:
     filters = list_filters(params)
     tasks = filtered_tasks(filters)
@@ -207,10 +257,7 @@ def task_list_context(params) -> dict:
         page = page[:PAGE_SIZE]
         next_cursor = encode(page[-1].delegated_at, page[-1].pk)
     active = {k: v for k, v in filters.items() if v}
-    environments = sorted(
-        set(Environment.objects.values_list("name", flat=True))
-        | set(Task.objects.exclude(target_env=None).values_list("target_env", flat=True).distinct())
-    )
+    environments = sorted(set(Environment.objects.values_list("name", flat=True)) | target_envs())
     return {
         "rows": task_rows(page),
         "filters": filters,

@@ -127,6 +127,23 @@ def test_an_evaluation_that_never_ran_is_redone_by_the_sweep(source):
     assert due_subjects(LAST + timedelta(seconds=2)) == {}
 
 
+def test_a_subject_due_by_the_clock_alone_is_judged_by_itself(source):
+    """Its neighbours (the parent's other tasks) have their own due times; judging them
+    again at every due neighbour's time is what made the sweep grow with the fleet."""
+    ingest_and_evaluate(source, SEED000, LAST)
+    due = LAST + timedelta(seconds=60)
+    tasks, threads = due_subjects(due)[source.namespace_id]
+    assert RETRY_PORT in tasks
+    before = dict(Task.objects.filter(known=True).values_list("task_id", "evaluated_at"))
+    waiting = {task_id for task_id in before if task_id not in tasks}
+    assert waiting, "seed 000 has tasks not due at that time"
+    assert sweep_at(due) == len(tasks) + len(threads)
+    assert "undelivered_result" in open_kinds()
+    after = dict(Task.objects.filter(known=True).values_list("task_id", "evaluated_at"))
+    assert {t: after[t] for t in waiting} == {t: before[t] for t in waiting}
+    assert {after[t] for t in tasks if t in after} == {due}
+
+
 def test_a_silent_source_with_unfinished_tasks_is_flagged_and_cleared(source):
     events = [
         {

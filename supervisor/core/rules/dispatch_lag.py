@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import known_tasks
+from ..ownership import judged_tasks
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "dispatch_lag"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(settings, task) for task in known_tasks(snap)]
+    found = [_finding(settings, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 

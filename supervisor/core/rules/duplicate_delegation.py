@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, known_tasks, normalized
+from ..ownership import child_thread, judged_tasks, normalized
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "duplicate_delegation"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(snap, task) for task in known_tasks(snap)]
+    found = [_finding(snap, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, known_tasks, owned_runs, result_run
+from ..ownership import child_thread, judged_tasks, owned_runs, result_run
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "failed_while_running"
@@ -13,7 +13,7 @@ GAVE_UP = frozenset({"failed", "interrupted"})
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(snap, task) for task in known_tasks(snap)]
+    found = [_finding(snap, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 

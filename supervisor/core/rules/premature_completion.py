@@ -7,7 +7,7 @@ from datetime import datetime
 
 from ..ownership import (
     has_reached_parent,
-    known_tasks,
+    judged_tasks,
     latest_result_run,
     open_delegated_tasks,
     owned_runs,
@@ -39,7 +39,7 @@ def says_completed(report: ReportView) -> bool:
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(snap, task) for task in known_tasks(snap)]
+    found = [_finding(snap, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import handed, has_reached_parent, known_tasks, latest_result_run, normalized
+from ..ownership import handed, has_reached_parent, judged_tasks, latest_result_run, normalized
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "stale_result"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(snap, task) for task in known_tasks(snap)]
+    found = [_finding(snap, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 

@@ -9,7 +9,7 @@ from ..ownership import (
     awaited,
     child_thread,
     delegated_tasks,
-    known_tasks,
+    judged_tasks,
     owned_items,
     owned_runs,
 )
@@ -49,7 +49,7 @@ def _unsettled(snap: Snapshot) -> list[TaskView]:
     """Known tasks whose current report is not terminal, or that have none."""
     return [
         task
-        for task in known_tasks(snap)
+        for task in judged_tasks(snap)
         if task.current_report is None or not task.current_report.terminal
     ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..ownership import known_tasks
+from ..ownership import judged_tasks
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "transient_failure"
@@ -35,7 +35,7 @@ def passing_fault(text: str | None) -> str | None:
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(task) for task in known_tasks(snap)]
+    found = [_finding(task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 
