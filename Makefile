@@ -7,7 +7,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-.PHONY: run test lint bootstrap replay clean
+.PHONY: run test lint bootstrap replay clean bench
 
 bootstrap: $(VENV)/.synced
 
@@ -31,6 +31,14 @@ run: bootstrap
 # Tests keep their database, broker folder and keys apart from `make run`'s.
 test: bootstrap
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+# Issue 10's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
+# an hour and a half on two cores). `--baseline REV` adds a before/after column.
+# Never part of `make test`.
+bench: bootstrap
+	$(PY) bench/ingest_copy.py --runs 3 --growth
+	$(PY) bench/detect_latency.py --runs 3
+	$(PY) bench/at_size.py --scales 0.1,0.3,1.0 --runs 3
 
 lint: bootstrap
 	$(PY) -m ruff check .
