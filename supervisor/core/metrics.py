@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, F, Min, Q
+from django.db.models import Count, Min
 
 from supervisor.notify.models import Notification
 
 from . import clock
+from .evaluate import OUT_OF_DATE
 from .models import Action, DeadLetter, Flag, Source, Task, Thread
 from .rules import RULES, source_silent
 
@@ -41,13 +42,6 @@ class Family:
     type: str
     help: str
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
-
-
-def _stale() -> Q:
-    """Subjects with an event after their last evaluation (as the beat sweep says)."""
-    return Q(evaluated_at__isnull=True, last_event_at__isnull=False) | Q(
-        last_event_at__gt=F("evaluated_at")
-    )
 
 
 def _seconds(now: datetime, then: datetime) -> float:
@@ -99,7 +93,7 @@ def _event_counters(sources) -> list[Family]:
 def _evaluation(now: datetime) -> list[Family]:
     oldest, waiting = None, 0
     for model in (Task, Thread):
-        row = model.objects.filter(_stale()).aggregate(oldest=Min("last_event_at"), n=Count("*"))
+        row = model.objects.filter(OUT_OF_DATE).aggregate(oldest=Min("last_event_at"), n=Count("*"))
         waiting += row["n"]
         if row["oldest"] is not None and (oldest is None or row["oldest"] < oldest):
             oldest = row["oldest"]

@@ -20,13 +20,9 @@ from .source_silence import evaluate_sources
 CHUNK = 500
 
 
-# Touched by an event after its last evaluation (a lost or unfinished evaluation job).
-STALE = OUT_OF_DATE
-
-
 def due_subjects(now: datetime, namespace_id: int | None = None) -> dict[int, tuple[set, set]]:
     """namespace -> (task ids, thread ids) whose evaluation is due or out of date."""
-    return _subjects(Q(next_check_at__lte=now) | STALE, namespace_id)
+    return _subjects(Q(next_check_at__lte=now) | OUT_OF_DATE, namespace_id)
 
 
 def _subjects(condition: Q, namespace_id: int | None) -> dict[int, tuple[set, set]]:
@@ -45,7 +41,7 @@ def sweep(now: datetime, namespace_id: int | None = None) -> int:
     Out-of-date subjects are judged with everything their events can change, as the
     lost job would have; subjects due by the clock alone are judged by themselves."""
     count = 0
-    stale = _subjects(STALE, namespace_id)
+    stale = _subjects(OUT_OF_DATE, namespace_id)
     timed = _subjects(Q(next_check_at__lte=now), namespace_id)
     for ns, (tasks, threads) in timed.items():
         tasks -= stale.get(ns, (set(), set()))[0]
