@@ -44,6 +44,15 @@ def check_supervisor_settings(app_configs, **kwargs):
                     id="supervisor.E004",
                 )
             )
+    for name, value in settings.SUPERVISOR_RETENTION.items():
+        if value < 0:
+            problems.append(
+                Error(
+                    f"The retention of {name} must be a whole number of days, 0 to keep them"
+                    f" forever (got {value}).",
+                    id="supervisor.E005",
+                )
+            )
     if not settings.DEBUG and settings.SECRET_KEY and len(settings.SECRET_KEY) < 32:
         problems.append(
             Warning("SECRET_KEY is short; use at least 32 random characters.", id="supervisor.W001")

@@ -32,7 +32,8 @@ CATEGORIES = {
     "flags": Q(kind__startswith="flag.") & _BY_SOMEONE,
     "admin": Q(kind__startswith="user.")
     | Q(kind__startswith="source.")
-    | Q(kind__startswith="dead_letter."),
+    | Q(kind__startswith="dead_letter.")
+    | Q(kind__startswith="retention."),
 }
 CATEGORY_CHOICES = (
     ("", "everything"),
@@ -60,6 +61,7 @@ VERBS = {
     "source.connector": "Set the connector of source",
     "dead_letter.replayed": "Replayed dead letter",
     "dead_letter.replay_failed": "Could not replay dead letter",
+    "retention.pruned": "Pruned what was past its retention:",
 }
 
 
