@@ -37,7 +37,7 @@ class Request:
 
 
 class Receiver:
-    def __init__(self, secret: str, *, path: str = "/hook"):
+    def __init__(self, secret: str, *, path: str = "/hook", port: int = 0):
         self.secret = secret
         self.deliveries: list[Any] = []  # accepted bodies, parsed, one per distinct key
         self.by_key: dict[str, Any] = {}  # idempotency key -> accepted body
@@ -50,7 +50,8 @@ class Receiver:
         self._hold = False
         self._released = threading.Event()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        # A given port: a test can point a connector at it before the receiver is up.
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         # A short poll interval: shutdown() waits up to one interval, on every test.
         self._thread = threading.Thread(

@@ -9,6 +9,7 @@ costs at most a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from channels.db import database_sync_to_async
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "supervisor_changes"
 POLL_SQLITE = 0.1  # seconds
 POLL_SAFETY = 1.0
+BACKOFF, BACKOFF_MAX = 0.5, 8.0  # seconds between tries while the database or layer is down
 
 
 def groups_for(note: dict) -> list[str]:
@@ -49,13 +51,18 @@ class ChangeRelay:
             self.last_id = change_id
 
     async def _run(self) -> None:
+        # Logged so that a relay that died and was started again shows (once per process).
+        log.info("change relay: started")
         layer = get_channel_layer()
-        if self.last_id is None:
-            self.last_id = await database_sync_to_async(latest_change_id)()
-        waker = await _Waker.open()
+        waker: _Waker | None = None
+        failures = 0
         try:
             while True:
                 try:
+                    if self.last_id is None:
+                        self.last_id = await database_sync_to_async(latest_change_id)()
+                    if waker is None:
+                        waker = await _Waker.open()
                     notes = await database_sync_to_async(notes_after)(self.last_id)
                     for note in notes:
                         for group in groups_for(note):
@@ -63,13 +70,27 @@ class ChangeRelay:
                         self.last_id = note["id"]
                     if not notes:
                         await waker.wait()
+                    if failures:
+                        log.warning("change relay: working again after %d failure(s)", failures)
+                        failures = 0
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # the relay must outlive a database hiccup
-                    log.exception("change relay: retrying in 1 s")
-                    await asyncio.sleep(1)
+                except Exception as exc:  # database or channel layer down: wait, go on
+                    failures += 1
+                    if failures == 1:
+                        log.warning("change relay: %s; retrying with backoff", _reason(exc))
+                    if waker is not None:  # its LISTEN connection may be the broken part
+                        await waker.close()
+                        waker = None
+                    await asyncio.sleep(min(BACKOFF_MAX, BACKOFF * 2 ** (failures - 1)))
         finally:
-            await waker.close()
+            if waker is not None:
+                await waker.close()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class _Waker:
@@ -92,6 +113,8 @@ class _Waker:
         try:
             conn = await psycopg.AsyncConnection.connect(autocommit=True, **params)
             await conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.OperationalError:
+            raise  # the database is down: the relay tries again
         except Exception:
             log.exception("change relay: LISTEN failed; polling instead")
             return cls()
@@ -106,7 +129,10 @@ class _Waker:
 
     async def close(self) -> None:
         if self.conn is not None:
-            await self.conn.close()
+            # A broken connection is closed all the same.
+            with contextlib.suppress(Exception):
+                await self.conn.close()
+            self.conn = None
 
 
 relay = ChangeRelay()

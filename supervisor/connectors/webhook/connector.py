@@ -135,7 +135,7 @@ def refusal(status: int, text: str) -> ConnectorError:
 def unreachable(url: str, reason: object, timeout: float, *, connected: bool) -> ConnectorError:
     # Retryable even when the request may have arrived: the receiver dedupes by key.
     if isinstance(reason, TimeoutError):
-        return ConnectorError(f"webhook timed out after {timeout:g} s", retryable=True)
+        return ConnectorError(f"webhook {where(url)} timed out after {timeout:g} s", retryable=True)
     why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
     if connected:
         return ConnectorError(f"lost the connection to {where(url)}: {why}", retryable=True)
