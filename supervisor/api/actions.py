@@ -20,7 +20,9 @@ from supervisor.core.actions import (
 )
 from supervisor.core.models import Flag
 
+from .answers import errors
 from .auth import actor_of, actors
+from .inputs import STRICT, Id, Text
 from .serialize import action_json
 from .tasks import find_task, task_queryset
 
@@ -30,10 +32,12 @@ ACT_PERMISSION = "core.act"
 
 
 class ActionRequest(Schema):
+    model_config = STRICT
+
     kind: Literal["cancel", "continue", "deliver"]
-    message: str | None = None
-    run: str | None = None
-    reason: str | None = None
+    message: Text | None = None
+    run: Id | None = None
+    reason: Text | None = None
 
 
 def _namespace_for(request: HttpRequest, namespace: str | None) -> str | None:
@@ -46,12 +50,12 @@ def _namespace_for(request: HttpRequest, namespace: str | None) -> str | None:
 
 
 @router.post(
-    "/tasks/{path:task_id}/actions",
-    response={202: dict},
+    "/tasks/{anytext:task_id}/actions",
+    response={202: dict, **errors(404, 409)},
     summary="Cancel, continue or deliver (202 with the action's id and state)",
 )
 def request_action(
-    request: HttpRequest, task_id: str, body: ActionRequest, namespace: str | None = None
+    request: HttpRequest, task_id: Text, body: ActionRequest, namespace: Text | None = None
 ):
     user, actor = actor_of(request, ACT_PERMISSION)
     task = find_task(task_id, _namespace_for(request, namespace))
@@ -75,18 +79,22 @@ def request_action(
 
 
 class BulkFilter(Schema):
-    flag: str | None = None
+    model_config = STRICT
+
+    flag: Text | None = None
     state: Literal["open", "resolved"] | None = None
-    status: str | None = None
-    q: str | None = None
-    namespace: str | None = None
+    status: Text | None = None
+    q: Text | None = None
+    namespace: Text | None = None
 
 
 class BulkRequest(Schema):
+    model_config = STRICT
+
     kind: Literal["cancel", "continue", "deliver"]
     filter: BulkFilter
-    reason: str | None = None
-    message: str | None = None
+    reason: Text | None = None
+    message: Text | None = None
     confirm: bool = False
     # With confirm: the count the operator saw; if the filter now matches a different
     # number of tasks, nothing is done (409) and the new count is returned.
@@ -94,7 +102,9 @@ class BulkRequest(Schema):
 
 
 @router.post(
-    "/actions/bulk", summary="Preview (count) or perform one action on every matching task"
+    "/actions/bulk",
+    response={200: dict, **errors(404, 409)},
+    summary="Preview (count) or perform one action on every matching task",
 )
 def bulk_action(request: HttpRequest, body: BulkRequest):
     user, actor = actor_of(request, ACT_PERMISSION)

@@ -1,15 +1,16 @@
 """POST /api/v1/events (contract §1): JSON or NDJSON batches, partial acceptance."""
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from ninja import Router
 
+from supervisor import rate_limit
+from supervisor.core.contract import read_json
 from supervisor.core.ingest import UnreadableLine, apply_events
 from supervisor.core.tasks import evaluate_after_commit
 
+from .answers import IngestAnswer, errors
 from .auth import TokenAuth
 
 router = Router(tags=["events"])
@@ -29,7 +30,9 @@ EVENTS_BODY = {
                         "events": {
                             "type": "array",
                             "maxItems": 1000,
-                            "items": {"$ref": "#/components/schemas/Event"},
+                            # Any item is taken in: one that is not an Event is
+                            # rejected in the 200 answer and kept as a dead letter.
+                            "items": {"anyOf": [{"$ref": "#/components/schemas/Event"}, {}]},
                         }
                     },
                 }
@@ -49,9 +52,19 @@ def error(status: int, message: str) -> JsonResponse:
     auth=TokenAuth("ingest"),
     openapi_extra=EVENTS_BODY,
     summary="Send events",
-    response={200: dict, 400: dict, 401: dict, 403: dict, 413: dict, 415: dict},
+    response={200: IngestAnswer, **errors(413, 415, 429)},
 )
 def post_events(request):
+    rate = rate_limit.configured("ingest")
+    seconds = rate_limit.take("ingest", str(request.source.pk), rate)
+    if seconds:
+        response = error(
+            429,
+            f"source {request.source.name!r} sent more than {rate.limit} requests in "
+            f"{rate.window:g} s; retry after {seconds} s",
+        )
+        response["Retry-After"] = str(seconds)
+        return response
     content_type = request.content_type.lower()
     if content_type not in JSON_TYPES | NDJSON_TYPES:
         return error(
@@ -81,8 +94,8 @@ def post_events(request):
 
 def _json_events(text: str):
     try:
-        body = json.loads(text)
-    except json.JSONDecodeError as exc:
+        body = read_json(text)
+    except ValueError as exc:  # also a number too long to read, or NaN
         return error(400, f"the body is not valid JSON: {exc}")
     if not isinstance(body, dict):
         return error(
@@ -97,12 +110,15 @@ def _json_events(text: str):
 
 def _ndjson_events(text: str):
     events = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines() would also cut at U+2028 and others, which
+    # JSON strings may hold as they are.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
+            value = read_json(line)
+        except ValueError as exc:
             events.append(UnreadableLine(line, f"line {number} is not valid JSON: {exc}"))
             continue
         if not isinstance(value, dict):

@@ -18,19 +18,25 @@ from supervisor.core.flags import (
 from supervisor.core.models import Flag
 
 from . import pagination
+from .answers import errors
 from .auth import actor_of, actors, readers
+from .inputs import STRICT, Moment, Text
 from .serialize import flag_json
 
 router = Router(tags=["flags"], auth=readers())
 
 
-@router.get("/flags", summary="List flags of tasks, threads and sources, newest first")
+@router.get(
+    "/flags",
+    response={200: dict, **errors()},
+    summary="List flags of tasks, threads and sources, newest first",
+)
 def list_flags(
     request,
-    state: str | None = None,
-    kind: str | None = None,
-    subject: str | None = None,
-    cursor: str | None = None,
+    state: Text | None = None,
+    kind: Text | None = None,
+    subject: Text | None = None,
+    cursor: Text | None = None,
     limit: int = 50,
 ):
     if state not in (None, Flag.OPEN, Flag.RESOLVED):
@@ -56,12 +62,19 @@ def list_flags(
 
 
 class FlagAction(Schema):
+    model_config = STRICT
+
     action: Literal["acknowledge", "snooze", "resolve"]
-    until: datetime | None = None
-    reason: str | None = None
+    until: Moment | None = None
+    reason: Text | None = None
 
 
-@router.post("/flags/{int:flag_id}", auth=actors(), summary="Acknowledge, snooze or resolve")
+@router.post(
+    "/flags/{flag_id}",
+    auth=actors(),
+    response={200: dict, **errors(404, 409)},
+    summary="Acknowledge, snooze or resolve",
+)
 def act_on_flag(request, flag_id: int, body: FlagAction):
     flag = get_object_or_404(Flag.objects.select_related("namespace"), pk=flag_id)
     user, actor = actor_of(request, "core.act")

@@ -2,7 +2,7 @@
 
 import base64
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ninja.errors import HttpError
 
@@ -19,8 +19,16 @@ def decode(cursor: str, kinds: tuple) -> list:
         if not isinstance(values, list) or len(values) != len(kinds):
             raise ValueError
         return [
-            None if v is None else datetime.fromisoformat(v) if kind is datetime else kind(v)
+            None if v is None else _moment(v) if kind is datetime else kind(v)
             for v, kind in zip(values, kinds, strict=True)
         ]
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise HttpError(400, "the cursor is not one this API gave out") from None
+
+
+def _moment(text: str) -> datetime:
+    # Ours are in UTC; another offset (PostgreSQL takes up to 15:59) or none is not ours.
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("no offset")
+    return moment.astimezone(UTC)

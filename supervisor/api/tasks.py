@@ -13,7 +13,9 @@ from supervisor.core.models import Flag, Task
 from supervisor.core.task_detail import describe_task
 
 from . import pagination
+from .answers import errors
 from .auth import readers
+from .inputs import Text
 from .serialize import action_json, flag_json, task_summary_json
 
 router = Router(tags=["tasks"], auth=readers())
@@ -50,15 +52,15 @@ def open_flag_kinds(tasks) -> dict[int, list[str]]:
     return kinds
 
 
-@router.get("/tasks", summary="List tasks, newest first")
+@router.get("/tasks", response={200: dict, **errors()}, summary="List tasks, newest first")
 def list_tasks(
     request: HttpRequest,
-    flag: str | None = None,
-    state: str | None = None,
-    status: str | None = None,
-    q: str | None = None,
-    namespace: str | None = None,
-    cursor: str | None = None,
+    flag: Text | None = None,
+    state: Text | None = None,
+    status: Text | None = None,
+    q: Text | None = None,
+    namespace: Text | None = None,
+    cursor: Text | None = None,
     limit: int = PAGE_SIZE,
 ):
     if state not in (None, Flag.OPEN, Flag.RESOLVED):
@@ -94,8 +96,12 @@ def find_task(task_id: str, namespace: str | None) -> Task:
     return found[0]
 
 
-@router.get("/tasks/{path:task_id}", summary="One task with its runs, wakes and flags")
-def get_task(request: HttpRequest, task_id: str, namespace: str | None = None):
+@router.get(
+    "/tasks/{anytext:task_id}",
+    response={200: dict, **errors(404, 409)},
+    summary="One task with its runs, wakes and flags",
+)
+def get_task(request: HttpRequest, task_id: Text, namespace: Text | None = None):
     task = find_task(task_id, namespace)
     detail = describe_task(task, load_for_task(task))
     flags = Flag.objects.filter(task=task).select_related("namespace").order_by("opened_at", "pk")

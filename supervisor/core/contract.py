@@ -1,11 +1,15 @@
 """The event schema of docs/event-contract.md §2–3, as pydantic models.
 
 `parse_event(raw)` returns an `Event` or raises `EventError` with a message that
-names the field and the problem; unknown fields inside `data` are ignored.
+names the field and the problem; unknown fields inside `data` are ignored, but they are
+stored too, so every string of an event must be storable text (no NUL, no lone
+surrogate: PostgreSQL's text and jsonb refuse them) and its nesting bounded.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -21,8 +25,16 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic.json_schema import models_json_schema
 
-RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+# Strings that PostgreSQL text and jsonb cannot hold: NUL, and halves of surrogate pairs
+# (what a JSON `\ud800` escape decodes to; it is no Unicode character).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+MAX_DEPTH = 64
+# The offset's hours and minutes are bounded here: Python's parser takes "+05:60" as +06:00.
+RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
 
 
 def _timestamp(value: Any) -> datetime:
@@ -33,13 +45,15 @@ def _timestamp(value: Any) -> datetime:
     text = re.sub(r"(\.\d{6})\d+", r"\1", text)
     try:
         return datetime.fromisoformat(text).astimezone(UTC)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise ValueError(f"is not a real time: {exc}") from None
 
 
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
 Id = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 Text = StrictStr | None
+# Values kept in columns of a bounded length (supervisor/core/models.py).
+Name = Annotated[StrictStr, Field(max_length=200)]
 
 RunStatus = Literal["completed", "failed", "interrupted", "cancelled"]
 ReportStatus = Literal["running", "waiting", "completed", "failed", "cancelled", "interrupted"]
@@ -54,8 +68,8 @@ class ThreadSeen(Data):
     thread: Id
     title: Text = None
     parent_thread: Id | None = None
-    provider: Text = None
-    model: Text = None
+    provider: Name | None = None
+    model: Name | None = None
 
 
 class TaskDelegated(Data):
@@ -67,9 +81,9 @@ class TaskDelegated(Data):
     # leave it out rather than guess; no rule reads it.
     mode: Literal["async", "wait"] | None = None
     prompt: Text = None
-    client_request_id: Text = None
+    client_request_id: Annotated[StrictStr, Field(max_length=500)] | None = None
     parent_run: Id | None = None
-    target_env: Text = None
+    target_env: Name | None = None
     requested_at: Timestamp | None = None
     follow_up_of: Id | None = None
 
@@ -110,7 +124,7 @@ TRIGGER_REFERENCE = {"delegation": "task", "background": "item", "wake": "wake",
 class RunRequested(Data):
     thread: Id
     run: Id
-    ordinal: Annotated[StrictInt, Field(ge=1)]
+    ordinal: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
     trigger: Trigger
 
 
@@ -178,8 +192,8 @@ class WakeDelivered(Data):
 
 class ToolRejected(Data):
     thread: Id
-    tool: StrictStr
-    code: StrictStr
+    tool: Name
+    code: Name
     message: StrictStr
     caller: Literal["root", "native_subagent", "self_started_turn"] | None = None
 
@@ -233,9 +247,64 @@ def _describe(error: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def read_json(text: str) -> Any:
+    """json.loads without NaN and Infinity, which JSON does not have; ValueError says why
+    the text cannot be read (a syntax error, a number too long, nesting too deep)."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("it nests too deeply to be read") from None
+
+
+def unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored, or None when it can."""
+    found = UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains U+0000 (NUL), which cannot be stored"
+    return f"contains a lone surrogate U+{ord(found.group()):04X}, which is not Unicode text"
+
+
+def storable(text: str) -> str:
+    """`text` with NUL and lone surrogates written as JSON escapes (\\u0000), so it can be
+    stored; inside a JSON string the escape reads back as the same character."""
+    return UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _check_storable(raw: Any) -> None:
+    """Every string (keys too) storable, every number finite, nesting bounded."""
+    pending = [(raw, "", 0)]
+    while pending:
+        value, where, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise EventError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, str):
+            problem = unstorable(value)
+            if problem:
+                raise EventError(f"{where or 'event'}: {problem}")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise EventError(f"{where}: {value} is not a JSON number")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = storable(repr(key)[1:-1]) if isinstance(key, str) else repr(key)
+                problem = unstorable(key) if isinstance(key, str) else "is not a string"
+                if problem:
+                    raise EventError(f"{where or 'event'}: the key '{name}' {problem}")
+                pending.append((item, f"{where}.{name}" if where else name, depth + 1))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                pending.append((item, f"{where}.{index}", depth + 1))
+
+
 def parse_event(raw: Any) -> Event:
     if not isinstance(raw, dict):
         raise EventError(f"an event must be a JSON object, not {type(raw).__name__}")
+    _check_storable(raw)
     try:
         envelope = Envelope.model_validate(raw)
     except ValidationError as exc:
@@ -256,5 +325,32 @@ def parse_event(raw: Any) -> Event:
 def event_id_of(raw: Any) -> str | None:
     """The id of a raw event if it has a usable one, for rejection reports."""
     if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"]:
-        return raw["id"][:200]
+        return storable(raw["id"][:200])
     return None
+
+
+def event_json_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, Any]:
+    """The envelope and each type's `data` as JSON Schema, for the OpenAPI document:
+    `Event` is one of the types, each with its own `data` schema."""
+    _, top = models_json_schema(
+        [(model, "validation") for model in DATA_BY_TYPE.values()], ref_template=ref_template
+    )
+    schemas = top["$defs"]
+    envelope = Envelope.model_json_schema()["properties"]
+    variants = []
+    for name, model in DATA_BY_TYPE.items():
+        variants.append(
+            {
+                "type": "object",
+                "required": ["id", "type", "at", "data"],
+                "properties": {
+                    "id": envelope["id"],
+                    "type": {"type": "string", "enum": [name]},
+                    "at": {"type": "string", "format": "date-time"},
+                    "env": envelope["env"],
+                    "data": {"$ref": ref_template.format(model=model.__name__)},
+                },
+            }
+        )
+    schemas["Event"] = {"oneOf": variants, "description": "docs/event-contract.md §2–3"}
+    return schemas

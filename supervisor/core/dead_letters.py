@@ -4,13 +4,12 @@ keeps the new error and no second dead letter is made."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db import transaction
 
 from . import clock
-from .contract import EventError, event_id_of, parse_event
+from .contract import EventError, event_id_of, parse_event, read_json, storable
 from .ingest import IngestResult, apply_events
 from .models import Change, DeadLetter, Source
 from .roles import actor_name
@@ -27,9 +26,10 @@ def parse_body(text: str) -> list[Any]:
     if not text or not text.strip():
         raise ReplayError("the body is empty")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        value = read_json(text)
+    except ValueError as exc:
+        # Lines end at "\n" only (splitlines() also cuts at U+2028, which JSON strings hold).
+        lines = [line.strip() for line in text.split("\n") if line.strip()]
         # NDJSON only when every line looks like an object: a typo in pretty-printed
         # JSON must be reported where it is, not as "line 1 is not valid JSON".
         if len(lines) < 2 or not all(line[0] == "{" and line[-1] == "}" for line in lines):
@@ -37,8 +37,8 @@ def parse_body(text: str) -> list[Any]:
         value = []
         for number, line in enumerate(lines, start=1):
             try:
-                value.append(json.loads(line))
-            except json.JSONDecodeError as line_exc:
+                value.append(read_json(line))
+            except ValueError as line_exc:
                 raise ReplayError(f"line {number} is not valid JSON: {line_exc}") from None
     if isinstance(value, dict) and isinstance(value.get("events"), list):
         value = value["events"]
@@ -95,7 +95,7 @@ def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> I
             )
             evaluate_after_commit(source.namespace_id, result)
     except ReplayError as exc:
-        _keep_error(dead_letter, str(exc), by)
+        _keep_error(dead_letter, storable(str(exc)), by)
         raise
     dead_letter.refresh_from_db()
     return result

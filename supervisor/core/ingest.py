@@ -18,7 +18,7 @@ from django.db.models import F
 
 from . import clock
 from .batch_write import copy_rows, update_rows
-from .contract import Event, EventError, event_id_of, parse_event
+from .contract import Event, EventError, event_id_of, parse_event, storable
 from .models import (
     BackgroundItem,
     Change,
@@ -34,6 +34,7 @@ from .models import (
     ToolRejection,
     Wake,
 )
+from .retention import known_event_ids
 
 
 @dataclass(frozen=True)
@@ -66,17 +67,17 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
     seen_in_batch: set[str] = set()
     for index, raw in enumerate(raw_events):
         if isinstance(raw, UnreadableLine):
-            result.rejected.append({"index": index, "id": None, "error": raw.error})
-            dead.append(DeadLetter(source=source, body=raw.text, error=raw.error))
+            error = storable(raw.error)
+            result.rejected.append({"index": index, "id": None, "error": error})
+            # Kept as sent, but for NUL: PostgreSQL text cannot hold it (an escape instead).
+            dead.append(DeadLetter(source=source, body=storable(raw.text), error=error))
             continue
         try:
             event = parse_event(raw)
         except EventError as exc:
-            event_id = event_id_of(raw)
-            result.rejected.append({"index": index, "id": event_id, "error": str(exc)})
-            dead.append(
-                DeadLetter(source=source, event_id=event_id, body=_dump(raw), error=str(exc))
-            )
+            event_id, error = event_id_of(raw), storable(str(exc))
+            result.rejected.append({"index": index, "id": event_id, "error": error})
+            dead.append(DeadLetter(source=source, event_id=event_id, body=_dump(raw), error=error))
             continue
         if event.id in seen_in_batch:
             result.duplicates += 1
@@ -91,6 +92,8 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         if dead:
             DeadLetter.objects.bulk_create(dead)
         existing = _existing_ids(source, [e.id for e in valid])
+        # Events past their retention are gone; the reports and rejections they made are not.
+        existing |= known_event_ids(source, [e for e in valid if e.id not in existing])
         new = [e for e in valid if e.id not in existing]
         result.duplicates += len(valid) - len(new)
         result.accepted = len(new)
@@ -130,10 +133,11 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
 
 
 def _dump(raw: Any) -> str:
+    """A rejected event as JSON text that can be stored and replayed as it was sent."""
     try:
-        return json.dumps(raw, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(raw)
+        return storable(json.dumps(raw, ensure_ascii=False, default=repr))
+    except (ValueError, RecursionError):
+        return storable(repr(raw)[:1_000_000])
 
 
 def _existing_ids(source: Source, ids: list[str]) -> set[str]:
