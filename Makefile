@@ -7,7 +7,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-.PHONY: run test lint bootstrap replay clean bench
+.PHONY: run test lint bootstrap replay clean bench audit
 
 bootstrap: $(VENV)/.synced
 
@@ -39,6 +39,10 @@ bench: bootstrap
 	$(PY) bench/ingest_copy.py --runs 3 --growth
 	$(PY) bench/detect_latency.py --runs 3
 	$(PY) bench/at_size.py --scales 0.1,0.3,1.0 --runs 3
+
+# Known vulnerabilities in the locked dependencies (OSV, else PyPI's JSON API).
+audit:
+	python3 .ci/audit-dependencies
 
 lint: bootstrap
 	$(PY) -m ruff check .

@@ -386,6 +386,7 @@ class Store:
                 "DATABASE_URL",
                 "CELERY_BROKER_URL",
                 "CHANNEL_LAYER_URL",
+                "CACHE_URL",
                 "SECRET_KEY",
                 "SECRET_KEY_FILE",
                 "PORT",
@@ -398,6 +399,8 @@ class Store:
                 "DJANGO_SETTINGS_MODULE": "supervisor.settings",
                 "SUPERVISOR_VAR_DIR": str(self.var),
                 "SUPERVISOR_SWEEP_INTERVAL": str(self.args.sweep_interval),
+                # The benchmarks measure the pipeline, not the per-token request limit.
+                "SUPERVISOR_INGEST_RATE": "0",
                 "PYTHONUNBUFFERED": "1",
             }
         )

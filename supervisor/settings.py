@@ -30,6 +30,11 @@ def env_int(name, default):
     return int(value) if value.strip() else default
 
 
+def env_float(name, default):
+    value = env(name, "")
+    return float(value) if value.strip() else default
+
+
 def env_list(name, default=""):
     return [part.strip() for part in env(name, default).split(",") if part.strip()]
 
@@ -48,8 +53,19 @@ def database_from_url(url):
         "PORT": str(parts.port or ""),
         "OPTIONS": options,
     }
+    # A server that does not answer is given up on, not waited for (the OS default is minutes).
+    db["OPTIONS"].setdefault("connect_timeout", 5)
     if pool:
-        db["OPTIONS"]["pool"] = {"min_size": 1, "max_size": env_int("DATABASE_POOL_SIZE", 10)}
+        db["OPTIONS"]["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DATABASE_POOL_SIZE", 10),
+            # How long a request waits for a connection before answering 503 (psycopg_pool's
+            # default is 30 s): while PostgreSQL is down, every request waits this long.
+            "timeout": env_float("DATABASE_POOL_TIMEOUT", 5),
+        }
+    # With the pool, Django passes psycopg_pool's check_connection as its `check`: a
+    # connection broken by a PostgreSQL restart is replaced when taken, not handed out.
+    db["CONN_HEALTH_CHECKS"] = True
     return db
 
 
@@ -82,6 +98,23 @@ PORT = env_int("PORT", 8000)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
+# Served over HTTPS (production): cookies only over TLS, HSTS, plain HTTP redirected.
+# Off by default because `make run` serves plain HTTP on loopback.
+HTTPS = env_bool("SUPERVISOR_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0)
+# What `check --deploy` asks for; set them to 0 when other hosts of the domain are HTTP.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+# Behind a proxy that ends TLS: the header it sets, e.g. X-Forwarded-Proto.
+if env("SECURE_PROXY_SSL_HEADER"):
+    SECURE_PROXY_SSL_HEADER = (
+        "HTTP_" + env("SECURE_PROXY_SSL_HEADER").upper().replace("-", "_"),
+        "https",
+    )
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -106,6 +139,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Last, so that it sees a view's exception first: database down -> 503 + Retry-After.
+    "supervisor.unavailable.DatabaseUnavailableMiddleware",
 ]
 
 # No inline scripts or styles anywhere: the pages work under a strict policy.
@@ -216,18 +251,59 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SUPERVISOR_T3_FOLLOW_INTERVAL,
         "options": {"expires": SUPERVISOR_T3_FOLLOW_INTERVAL},
     },
+    # Deletes what is past its retention (SUPERVISOR_RETENTION), in bounded batches.
+    "prune": {"task": "supervisor.prune", "schedule": 3600.0, "options": {"expires": 3600}},
 }
 
 CHANNEL_LAYER_URL = env("CHANNEL_LAYER_URL", "")
 if CHANNEL_LAYER_URL:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [CHANNEL_LAYER_URL]},
+            # After a Redis restart each pooled connection is stale: without a retry its
+            # first command fails (a live socket refused with a 500); with one, it
+            # reconnects and goes on.
+            "CONFIG": {
+                "hosts": [{"address": CHANNEL_LAYER_URL, "retry_on_error": [RedisConnectionError]}],
+                # A page's socket falls behind during an ingest burst: past this many
+                # waiting frames channels_redis drops them (the default is 100).
+                "capacity": 2000,
+            },
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2000}}
+    }
+
+# The cache holds rate-limit counters only. Several web processes must share it: Redis
+# (the channel layer's unless CACHE_URL says otherwise); one process keeps it in memory.
+CACHE_URL = env("CACHE_URL", CHANNEL_LAYER_URL)
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "supervisor",
+            # A Redis that is down must not hold a request: the limits are then skipped.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Rate limits, REQUESTS/SECONDS or 0 for none (supervisor/rate_limit.py): ingest requests
+# per source token; failed log-ins per address and account, and per address.
+SUPERVISOR_RATE_LIMITS = {
+    kind: (variable, env(variable, default))
+    for kind, variable, default in [
+        ("ingest", "SUPERVISOR_INGEST_RATE", "600/60"),
+        ("login", "SUPERVISOR_LOGIN_RATE", "5/300"),
+        ("login_address", "SUPERVISOR_LOGIN_ADDRESS_RATE", "30/300"),
+    ]
+}
 
 # Ingest limits of contract §1.
 INGEST_MAX_EVENTS = 1000
@@ -255,6 +331,17 @@ SUPERVISOR_ACTIONS = {
     "queue_grace": env_int("SUPERVISOR_ACTION_QUEUE_GRACE", 30),
     "max_attempts": env_int("SUPERVISOR_ACTION_ATTEMPTS", 5),
     "backoff": env_int("SUPERVISOR_ACTION_BACKOFF", 2),
+}
+
+# Retention, in days (0: kept forever): accepted events and replayed dead letters;
+# resolved flags; finished actions; sent notifications; the change log (the audit page
+# reads it, so it is kept longest). What is never pruned: core/retention.py.
+SUPERVISOR_RETENTION = {
+    "events": env_int("SUPERVISOR_RETAIN_EVENTS_DAYS", 30),
+    "flags": env_int("SUPERVISOR_RETAIN_FLAGS_DAYS", 90),
+    "actions": env_int("SUPERVISOR_RETAIN_ACTIONS_DAYS", 90),
+    "notifications": env_int("SUPERVISOR_RETAIN_NOTIFICATIONS_DAYS", 30),
+    "changes": env_int("SUPERVISOR_RETAIN_CHANGES_DAYS", 365),
 }
 
 # Notifications, in seconds: one send's timeout; the lease a worker holds while sending;
@@ -291,7 +378,8 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "supervisor@localhost")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact": {"()": "supervisor.log_redaction.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

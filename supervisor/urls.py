@@ -3,9 +3,10 @@ from django.urls import include, path
 
 from .api.metrics import metrics
 from .api.router import api
+from .web.login import RateLimitedLoginView
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api.urls),
     path("metrics", metrics, name="metrics"),

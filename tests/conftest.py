@@ -46,6 +46,15 @@ def _flush_survives_deadlocks():
     flush.Command.handle = original
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate-limit counters live in the cache, which outlives a test: start each at zero."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"))
 
 

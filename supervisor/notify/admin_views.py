@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from supervisor.core import clock
 from supervisor.web.admin_views import administer_required
@@ -49,6 +49,7 @@ def _channel_form_page(request, form: ChannelForm, channel: Channel | None = Non
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def channel_create(request):
     form = ChannelForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
@@ -59,6 +60,7 @@ def channel_create(request):
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def channel_edit(request, pk: int):
     channel = get_object_or_404(Channel, pk=pk)
     form = ChannelForm(request.POST if request.method == "POST" else None, instance=channel)
@@ -113,6 +115,7 @@ def _route_form_page(request, form: RouteForm, route: Route | None = None):
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def route_create(request):
     form = RouteForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
@@ -123,6 +126,7 @@ def route_create(request):
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def route_edit(request, pk: int):
     route = get_object_or_404(Route, pk=pk)
     form = RouteForm(request.POST if request.method == "POST" else None, instance=route)

@@ -21,6 +21,7 @@ _SHAPES = [
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWTs
     re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab
     re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),  # Google API keys
+    re.compile(r"\bsup_[A-Za-z0-9_-]{20,}"),  # Supervisor's own source tokens
 ]
 # Name/value pairs: keep the name (it says what was there), drop the value.
 _PAIR = re.compile(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -36,8 +37,38 @@ def connector_choices() -> list[tuple[str, str]]:
     ]
 
 
+# A stored secret is never shown again: the settings field shows this mark in its place,
+# and a mark posted back keeps the stored value.
+SECRET_MARK = "********"
+_SECRET_NAME = re.compile(r"(?i)secret|token|password|passwd|authorization|api[-_]?key")
+
+
+def masked(settings):
+    """The settings with every value under a secret-sounding name replaced by the mark."""
+    if not isinstance(settings, dict):
+        return settings
+    return {
+        key: SECRET_MARK
+        if _SECRET_NAME.search(str(key)) and isinstance(value, str) and value
+        else masked(value)
+        for key, value in settings.items()
+    }
+
+
+def _unmasked(posted, stored):
+    if not isinstance(posted, dict):
+        return posted
+    stored = stored if isinstance(stored, dict) else {}
+    return {
+        key: stored.get(key, value) if value == SECRET_MARK else _unmasked(value, stored.get(key))
+        for key, value in posted.items()
+    }
+
+
 class ConnectorForm(AdminForm):
-    """A connector binding: which connector acts for a source's tasks, and its settings."""
+    """A connector binding: which connector acts for a source's tasks, and its settings.
+    `stored` is the source's binding (connector, settings): its secrets are shown masked
+    and kept when the mark comes back."""
 
     connector = forms.ChoiceField(required=False, label="Connector")
     connector_settings = forms.CharField(
@@ -47,9 +78,10 @@ class ConnectorForm(AdminForm):
         help_text='For a webhook, say: {"url": "https://…", "secret": "16 characters or more"}.',
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, stored: tuple[str, dict] = ("", {}), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["connector"].choices = connector_choices()
+        self.stored = stored
 
     def clean_connector_settings(self) -> dict:
         text = self.cleaned_data["connector_settings"].strip()
@@ -67,6 +99,17 @@ class ConnectorForm(AdminForm):
         cleaned = super().clean()
         connector = cleaned.get("connector") or ""
         if "connector_settings" in cleaned:
+            stored_connector, stored_settings = self.stored
+            if connector == stored_connector:
+                settings = _unmasked(cleaned["connector_settings"], stored_settings)
+                cleaned["connector_settings"] = settings
+            if SECRET_MARK in json.dumps(cleaned["connector_settings"]):
+                self.add_error(
+                    "connector_settings",
+                    f"{connector or 'connector'} settings: {SECRET_MARK} stands for a stored "
+                    "secret of this connector only; type the secret itself",
+                )
+                return cleaned
             try:
                 cleaned["connector_settings"] = check_connector(
                     connector, cleaned["connector_settings"]

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
@@ -37,7 +37,7 @@ from supervisor.core.sources import (
     do_rotate_token,
 )
 
-from .admin_forms import ConnectorForm, ReplayForm, RoleForm, SourceForm, UserForm
+from .admin_forms import ConnectorForm, ReplayForm, RoleForm, SourceForm, UserForm, masked
 
 ADMINISTER_PERMISSION = "core.administer"
 DEAD_LETTER_PAGE = 50
@@ -86,6 +86,7 @@ def sources(request):
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def source_create(request):
     form = SourceForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
@@ -116,7 +117,7 @@ def _source_page(request, source: Source, connector_form: ConnectorForm | None =
         connector_form = ConnectorForm(
             initial={
                 "connector": source.connector,
-                "connector_settings": json.dumps(source.connector_settings, indent=2)
+                "connector_settings": json.dumps(masked(source.connector_settings), indent=2)
                 if source.connector_settings
                 else "",
             }
@@ -139,7 +140,7 @@ def source_detail(request, pk: int):
 @require_POST
 def source_connector(request, pk: int):
     source = get_object_or_404(_visible_sources(), pk=pk)
-    form = ConnectorForm(request.POST)
+    form = ConnectorForm(request.POST, stored=(source.connector, source.connector_settings))
     if not form.is_valid():
         return _source_page(request, source, form)
     connector = form.cleaned_data["connector"]
@@ -217,6 +218,7 @@ def users(request):
 
 
 @administer_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def user_create(request):
     form = UserForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
 from supervisor.core.flags import (
@@ -61,6 +61,7 @@ def _page(request, template: str, partial: str, context: dict, live: dict):
 
 
 @login_required
+@require_safe
 def overview(request):
     live = page_data.live_context("overview")
     context = page_data.overview_context(can_act(request.user))
@@ -68,6 +69,7 @@ def overview(request):
 
 
 @login_required
+@require_safe
 def task_list(request):
     live = page_data.live_context("list")
     context = page_data.task_list_context(request.GET)
@@ -76,6 +78,7 @@ def task_list(request):
 
 
 @login_required
+@require_safe
 def task_detail(request, pk: int):
     live = page_data.live_context("task", pk)
     task = get_object_or_404(
@@ -88,6 +91,7 @@ def task_detail(request, pk: int):
 
 
 @login_required
+@require_safe
 def thread(request, pk: int):
     live = page_data.live_context("thread", pk)
     thread = get_object_or_404(Thread.objects.select_related("namespace"), pk=pk)

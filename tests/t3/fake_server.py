@@ -143,6 +143,11 @@ class FakeT3:
         with self._changed:
             return self._changed.wait_for(lambda: len(self.calls) >= n, timeout=timeout)
 
+    def wait_for_frames(self, n: int, timeout: float = 5) -> bool:
+        """The client's last frame may still be in flight when its call returns."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.frames) >= n, timeout=timeout)
+
     # --- the upgrade -----------------------------------------------------------------
 
     def _check_upgrade(self, connection: ServerConnection, request):

@@ -1,0 +1,43 @@
+"""The log-in page, with failed log-ins limited per address and account, and per address.
+
+Only failures count, so a team behind one address logging in all day is not refused;
+a refusal says how long to wait and is not itself counted.
+"""
+
+from django.contrib.auth.views import LoginView
+
+from supervisor import rate_limit
+
+
+def _address(request) -> str:
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+def _account(request) -> str:
+    return request.POST.get("username", "")[:150].strip().lower()
+
+
+class RateLimitedLoginView(LoginView):
+    # FormView would take PUT as a POST.
+    http_method_names = ["get", "head", "post", "options"]
+
+    def _limits(self):
+        address = _address(self.request)
+        return [
+            ("login", f"{address}|{_account(self.request)}", rate_limit.configured("login")),
+            ("login_address", address, rate_limit.configured("login_address")),
+        ]
+
+    def post(self, request, *args, **kwargs):
+        seconds = max(rate_limit.wait(scope, key, rate) for scope, key, rate in self._limits())
+        if seconds:
+            context = self.get_context_data(wait_seconds=seconds)
+            response = self.render_to_response(context, status=429)
+            response["Retry-After"] = str(seconds)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        for scope, key, rate in self._limits():
+            rate_limit.count(scope, key, rate)
+        return super().form_invalid(form)

@@ -1,0 +1,43 @@
+"""The objects every URL of the walk needs, made once per test."""
+
+import pytest
+from django.core import signing
+
+from supervisor.core.models import DeadLetter, Flag, Task, Thread
+from supervisor.notify.content import link_token
+from supervisor.notify.models import Channel, Notification, Route
+from tests.factories import make_tasks
+from tests.web.cast import make_user
+from tests.web.conftest import silent_source  # noqa: F401  (a fixture)
+
+
+@pytest.fixture
+def walk_objects(source, silent_source):  # noqa: F811
+    make_tasks(source, 1)
+    # Task actions need a connector to be accepted (202) rather than refused (409).
+    source.connector = "simulator"
+    source.save()
+    user = make_user("ann", "viewer")
+    dead = DeadLetter.objects.create(source=source, event_id="e1", body="{}", error="bad")
+    silent, on_thread = silent_source
+    channel = Channel.objects.create(name="walk", kind="apprise", target="json://h/x")
+    route = Route.objects.create(channel=channel)
+    note = Notification.objects.create(
+        key="walk:1", channel=channel, kind="test", subject="s", body="b", state="failing"
+    )
+    task = Task.objects.get(task_id="task:t0")
+    return {
+        "namespace": source.namespace.name,
+        "channel": channel.pk,
+        "route": route.pk,
+        "note": note.pk,
+        "source": source.pk,
+        "user": user.pk,
+        "dead": dead.pk,
+        "flag": silent.pk,
+        "task": task.pk,
+        "thread": Thread.objects.filter(namespace_id=source.namespace_id).first().pk,
+        "link": link_token(on_thread.pk),
+        "bad_link": signing.TimestampSigner(salt="elsewhere").sign_object({"flag": 1}),
+        "gone_link": link_token(Flag.objects.order_by("-pk").first().pk + 1000),
+    }

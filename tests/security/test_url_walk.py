@@ -1,0 +1,96 @@
+"""The URL walk: every pattern of the URL configuration, every caller, every method."""
+
+import pytest
+from django.db import transaction
+from django.test import Client
+
+from .walk import (
+    ADMIN,
+    ANONYMOUS,
+    CALLERS,
+    LOGIN,
+    MATRIX,
+    PUBLIC,
+    answered,
+    login,
+    patterns,
+    route_of,
+    send,
+    stranger,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _rows_by_route(objects) -> dict[str, set[str]]:
+    covered: dict[str, set[str]] = {}
+    for row in MATRIX:
+        covered.setdefault(route_of(row.url.format(**objects)), set()).add(row.method)
+    return covered
+
+
+def test_every_url_pattern_has_a_get_and_a_post_row(walk_objects):
+    covered = _rows_by_route(walk_objects)
+    routes = patterns()
+    missing = [r for r in routes if covered.get(r, set()) < {"GET", "POST"}]
+    assert not missing, f"URL patterns without a GET and a POST row in walk.MATRIX: {missing}"
+    stale = sorted(set(covered) - set(routes))
+    assert not stale, f"rows for URLs no pattern has: {stale}"
+    # The walk reached into the included and the generated (ninja) patterns.
+    assert {"/alerts/ack/<str:token>/", "/api/v1/events", "/admin/users/<int:pk>/role/"} <= set(
+        routes
+    )
+
+
+@pytest.mark.parametrize("row", MATRIX, ids=lambda row: row.id)
+def test_the_permission_matrix(walk_objects, row):
+    # One test per row, each caller in a savepoint rolled back after it: every caller
+    # meets the same objects, and the fixture is built once instead of seven times.
+    wrong = {}
+    for caller in CALLERS:
+        with transaction.atomic():
+            client = stranger()
+            login(client, caller, row, walk_objects["namespace"])
+            response = send(client, row, walk_objects)
+            expected = row.expected(caller)
+            if not answered(response, expected):
+                wrong[caller] = (response.status_code, expected)
+            transaction.set_rollback(True)
+    assert not wrong, f"(got, expected) by caller: {wrong}"
+
+
+def test_a_stranger_gets_200_only_from_the_public_urls(walk_objects):
+    for row in MATRIX:
+        if row.expected(ANONYMOUS) == 200:
+            assert route_of(row.url.format(**walk_objects)) in PUBLIC, row.id
+    pages = [row for row in MATRIX if row.expected(ANONYMOUS) == LOGIN]
+    assert len(pages) > 30
+
+
+def test_a_stranger_gets_static_files():
+    response = Client().get("/static/css/supervisor.css")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content)
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "x", "not.a.signature", "a" * 400, "%00", "eyJmbGFnIjoxfQ:1vQ:sig", "..%2F..%2Fetc"],
+)
+def test_a_bad_alert_link_is_refused_with_a_4xx(walk_objects, token):
+    client = Client(raise_request_exception=False)
+    for method in (client.get, client.post):
+        response = method(f"/alerts/ack/{token}/")
+        assert 400 <= response.status_code < 500, (token, response.status_code)
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("row", [r for r in MATRIX if r.method == "GET"], ids=lambda row: row.url)
+def test_no_url_answers_other_methods(walk_objects, row, method):
+    # Every view says which methods it takes; the rest are 405 (a JSON 404 for unknown
+    # API paths), never the GET's page nor a change.
+    client = stranger()
+    login(client, ADMIN, row, walk_objects["namespace"])
+    response = client.generic(method, row.url.format(**walk_objects))
+    unknown_api_path = row.url.startswith("/api/v1/") and row.expected(ADMIN) == 404
+    assert response.status_code == (404 if unknown_api_path else 405)

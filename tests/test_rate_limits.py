@@ -1,0 +1,163 @@
+"""Rate limits: failed log-ins per address and account, ingest requests per token."""
+
+import json
+import socket
+from contextlib import closing
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from supervisor import rate_limit
+from supervisor.core.models import IngestedEvent
+from supervisor.core.sources import do_create_source
+from supervisor.rate_limit import Rate
+
+LIMITS = {
+    "ingest": ("SUPERVISOR_INGEST_RATE", "3/60"),
+    "login": ("SUPERVISOR_LOGIN_RATE", "3/300"),
+    "login_address": ("SUPERVISOR_LOGIN_ADDRESS_RATE", "5/300"),
+}
+
+
+# --- the window --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, rate",
+    [("600/60", Rate(600, 60)), ("5/0.5", Rate(5, 0.5)), ("0", None), ("", None)],
+)
+def test_a_rate_is_read_as_requests_per_seconds(text, rate):
+    assert Rate.parse(text, "X") == rate
+
+
+@pytest.mark.parametrize("text", ["600", "a/60", "0/60", "10/0", "10/-1", "1/2/3"])
+def test_a_bad_rate_names_the_variable_and_the_form(text):
+    with pytest.raises(ImproperlyConfigured, match=r"SUPERVISOR_INGEST_RATE=.*REQUESTS/SECONDS"):
+        Rate.parse(text, "SUPERVISOR_INGEST_RATE")
+
+
+def test_the_window_slides_instead_of_resetting_at_its_edge():
+    rate = Rate(4, 10)
+    start = 1_000_000_000.0  # the start of a window
+    for _ in range(4):
+        assert rate_limit.wait("t", "k", rate, now=start + 9) == 0
+        rate_limit.count("t", "k", rate, now=start + 9)
+    # Full: the fifth waits. At the next window's start the four still weigh fully.
+    assert rate_limit.wait("t", "k", rate, now=start + 9) > 0
+    assert rate_limit.wait("t", "k", rate, now=start + 10) > 0
+    # A quarter into the next window, a quarter of them has faded: one more passes.
+    seconds = rate_limit.wait("t", "k", rate, now=start + 10)
+    assert seconds == 3  # 4 * (1 - t/10) <= 3 from t = 2.5 s
+    assert rate_limit.wait("t", "k", rate, now=start + 12.5) == 0
+    assert rate_limit.wait("t", "other", rate, now=start + 9) == 0
+
+
+def test_no_rate_never_limits():
+    for _ in range(50):
+        assert rate_limit.take("t", "k", None) == 0
+
+
+# --- log-in ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ann(db):
+    return get_user_model().objects.create_user("ann", password="right-password-1")
+
+
+def _log_in(client, username, password, address="10.0.0.1"):
+    return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_failed_log_ins_are_limited_per_address_and_account(client, ann):
+    for _ in range(3):
+        assert _log_in(client, "ann", "wrong").status_code == 200
+    refused = _log_in(client, "ann", "right-password-1")
+    assert refused.status_code == 429
+    # Past the window's end by the share of it the last failures take to fade.
+    assert 0 < int(refused["Retry-After"]) <= 300 + 300 / 3
+    assert b"Too many failed log-ins" in refused.content
+    assert "_auth_user_id" not in client.session  # the right password did not pass
+    # Another address, or another account from this one, is not refused.
+    assert _log_in(client, "ann", "right-password-1", address="10.0.0.2").status_code == 302
+    assert _log_in(client, "bob", "wrong").status_code == 200
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_an_address_trying_many_accounts_is_limited(client, ann):
+    for name in ["a", "b", "c", "d", "e"]:
+        assert _log_in(client, name, "wrong").status_code == 200
+    assert _log_in(client, "ann", "right-password-1").status_code == 429
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_successful_log_ins_are_not_counted(client, ann):
+    for _ in range(6):
+        assert _log_in(client, "ann", "right-password-1").status_code == 302
+        client.logout()
+
+
+# --- ingest ------------------------------------------------------------------------------
+
+
+def _event(number):
+    return {
+        "id": f"e{number}",
+        "type": "task.delegated",
+        "at": "2026-11-05T22:40:00Z",
+        "data": {
+            "task": f"task:{number}",
+            "parent_thread": "thread:p",
+            "child_thread": f"thread:c{number}",
+            "title": "Port",
+            "mode": "async",
+        },
+    }
+
+
+def _post(client, token, number):
+    return client.post(
+        "/api/v1/events",
+        json.dumps({"events": [_event(number)]}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_ingest_is_limited_per_token_with_a_clear_429(client, db):
+    source, token = do_create_source("busy")
+    _, other = do_create_source("calm")
+    assert [_post(client, token, n).status_code for n in range(3)] == [200, 200, 200]
+    refused = _post(client, token, 3)
+    assert refused.status_code == 429
+    assert 0 < int(refused["Retry-After"]) <= 60 + 60 / 3
+    error = refused.json()["error"]
+    assert "'busy'" in error and "3 requests in 60 s" in error
+    # The refused batch was not applied; another source's token still passes.
+    assert IngestedEvent.objects.filter(source=source).count() == 3
+    assert _post(client, other, 3).status_code == 200
+
+
+def _closed_port() -> int:
+    with closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_cache_does_not_refuse_anything(client, db, caplog):
+    unreachable = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{_closed_port()}/0",
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
+    _, token = do_create_source("busy")
+    with override_settings(CACHES=unreachable, SUPERVISOR_RATE_LIMITS=LIMITS):
+        statuses = [_post(client, token, n).status_code for n in range(5)]
+    assert statuses == [200] * 5
+    assert "the cache is unreachable" in caplog.text
