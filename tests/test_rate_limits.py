@@ -161,3 +161,13 @@ def test_an_unreachable_cache_does_not_refuse_anything(client, db, caplog):
         statuses = [_post(client, token, n).status_code for n in range(5)]
     assert statuses == [200] * 5
     assert "the cache is unreachable" in caplog.text
+
+
+def test_a_bad_rate_or_cache_is_named_by_the_system_check():
+    from supervisor.core.checks import check_supervisor_settings
+
+    bad = {**LIMITS, "login": ("SUPERVISOR_LOGIN_RATE", "five")}
+    with override_settings(SUPERVISOR_RATE_LIMITS=bad, CACHE_URL="memcached://h:11211"):
+        problems = {p.id: p.msg for p in check_supervisor_settings(None)}
+    assert "SUPERVISOR_LOGIN_RATE='five'" in problems["supervisor.E006"]
+    assert "CACHE_URL must be redis://" in problems["supervisor.E007"]

@@ -4,6 +4,9 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Error, Warning, register
+from django.core.exceptions import ImproperlyConfigured
+
+from supervisor import rate_limit
 
 
 @register()
@@ -53,6 +56,20 @@ def check_supervisor_settings(app_configs, **kwargs):
                     id="supervisor.E005",
                 )
             )
+    for kind in settings.SUPERVISOR_RATE_LIMITS:
+        try:
+            rate_limit.configured(kind)
+        except ImproperlyConfigured as exc:
+            problems.append(Error(str(exc), id="supervisor.E006"))
+    cache = settings.CACHE_URL
+    if cache and urlsplit(cache).scheme not in {"redis", "rediss"}:
+        problems.append(
+            Error(
+                f"CACHE_URL must be redis://… (got {cache!r}).",
+                hint="Unset it to keep the rate-limit counters in each process's memory.",
+                id="supervisor.E007",
+            )
+        )
     if not settings.DEBUG and settings.SECRET_KEY and len(settings.SECRET_KEY) < 32:
         problems.append(
             Warning("SECRET_KEY is short; use at least 32 random characters.", id="supervisor.W001")
