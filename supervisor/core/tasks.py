@@ -17,6 +17,7 @@ from . import actions, clock
 from .evaluate import evaluate, out_of_date
 from .ingest import IngestResult
 from .models import Task, Thread
+from .retention import prune
 from .sweep import sweep
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def enqueue_evaluation(namespace_id: int, tasks: list[str], threads: list[str]) 
     is what the sweep looks for once the broker is back."""
     try:
         evaluate_touched.apply_async((namespace_id, tasks, threads), retry_policy=PUBLISH_RETRY)
-    except Exception as exc:  # noqa: BLE001 - whatever the transport raises
+    except Exception as exc:  # whatever the transport raises
         global _unsent, _warned_at
         _unsent += 1
         now = time.monotonic()
@@ -103,6 +104,4 @@ def enqueue_evaluation(namespace_id: int, tasks: list[str], threads: list[str]) 
 @shared_task(name="supervisor.prune", acks_late=True, soft_time_limit=3000, time_limit=3300)
 def prune_old_rows() -> dict[str, int]:
     """Delete what is past its retention; a second run at once skips the rows it holds."""
-    from .retention import prune
-
     return prune(clock.now())
