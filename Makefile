@@ -49,7 +49,7 @@ lint: bootstrap
 	$(PY) -m ruff format --check .
 
 replay: bootstrap
-	$(PY) manage.py replay --check ../shared/scenarios/*.json tests/scenarios/*.json
+	$(PY) manage.py replay --check scenarios/*.json tests/scenarios/*.json
 
 clean:
 	rm -rf var/broker var/supervisor.sqlite3* var/celerybeat-schedule*

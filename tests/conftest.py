@@ -8,12 +8,13 @@ from hypothesis import settings as hypothesis_settings
 
 from supervisor.core.sources import do_create_source
 
-SHARED_SCENARIOS = sorted(
-    (Path(__file__).parent.parent.parent / "shared" / "scenarios").glob("*.json")
-)
-OWN_SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.json"))
-# Without ../shared the contract tests would pass on nothing: say so instead.
-assert SHARED_SCENARIOS, "the contract scenarios of ../shared/scenarios are missing"
+ROOT = Path(__file__).resolve().parent.parent
+# The contract's scenarios, as the project keeps them (tests/test_contract_copies.py
+# compares them with the originals wherever those are at hand), and the project's own.
+CONTRACT_SCENARIOS = sorted((ROOT / "scenarios").glob("*.json"))
+OWN_SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
+# Without them the contract tests would pass on nothing: say so instead.
+assert CONTRACT_SCENARIOS, f"the contract scenarios of {ROOT / 'scenarios'} are missing"
 
 # CI gets a time budget; local runs may dig deeper with HYPOTHESIS_PROFILE=dev.
 hypothesis_settings.register_profile("ci", max_examples=25, deadline=None)

@@ -25,11 +25,11 @@ from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, DeadLetter, Flag, Task
 from supervisor.core.sources import do_create_source
 from supervisor.notify.models import Channel, FlagAlert, Route
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
-STALE = next(p for p in SHARED_SCENARIOS if p.name == "seed000-stale-finalize.json")
+STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 SECRET = "a-test-secret-of-some-length"
 

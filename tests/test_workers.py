@@ -13,10 +13,10 @@ from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
 from supervisor.core.sweep import due_subjects
 from supervisor.core.tasks import evaluate_touched
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import celery_worker, purge_broker, wait_for
 
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 RETRY_PORT = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 EXPECTED = {"premature_completion", "stale_result", "undelivered_result"}
 

@@ -36,7 +36,7 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 URL = "/api/v1/events"
 LIMIT = django_settings.INGEST_MAX_BYTES
@@ -638,7 +638,7 @@ def test_a_made_up_cursor_is_read_in_utc_or_refused(client, source, moment, stat
 
 
 def test_a_snooze_until_an_offset_postgresql_refuses_is_kept_in_utc(client, source):
-    scenario = next(p for p in SHARED_SCENARIOS if "seed004" in p.name)
+    scenario = next(p for p in CONTRACT_SCENARIOS if "seed004" in p.name)
     apply_events(source, load_scenario(scenario)["events"])
     evaluate(source.namespace_id, clock.now())
     flag = Flag.objects.filter(state="open").first()

@@ -6,7 +6,7 @@ import pytest
 
 from supervisor.core.models import DeadLetter, IngestedEvent, Run, Task, TaskReport
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 URL = "/api/v1/events"
 
@@ -55,7 +55,7 @@ def test_a_valid_batch_is_accepted_and_stored(client, source):
 
 @pytest.mark.django_db
 def test_a_scenario_file_is_accepted_as_it_is(client, source):
-    scenario = load_scenario(SHARED_SCENARIOS[0])
+    scenario = load_scenario(CONTRACT_SCENARIOS[0])
     response = post(client, source.token, scenario)
     assert response.status_code == 200
     assert response.json()["accepted"] == len(scenario["events"])

@@ -13,7 +13,7 @@ from supervisor.core.flags import do_resolve_flag_by_hand
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Change, Flag, ToolRejection
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def flag(source):
     """seed004's delegation_rejected, open on its thread."""
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if "seed004" in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed004" in p.name))
     apply_events(source, scenario["events"])
     evaluate(source.namespace_id, clock.now())
     return Flag.objects.get(kind="delegation_rejected", state="open")

@@ -31,7 +31,7 @@ from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import Flag, Source, Task
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 EXAMPLES = int(os.environ.get("SUPERVISOR_FUZZ_EXAMPLES", "50"))
 CHECKS = [
@@ -58,7 +58,7 @@ def fuzz_source(live_server):
     """A source holding every scope, with the shared scenarios sent through the API and
     evaluated, so path parameters can name real tasks and flags."""
     source, token = do_create_source("fuzzer", scopes=",".join(Source.SCOPES))
-    for path in SHARED_SCENARIOS:
+    for path in CONTRACT_SCENARIOS:
         response = requests.post(
             f"{live_server.url}/api/v1/events",
             json=load_scenario(path),

@@ -13,13 +13,13 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 from tests.workers import celery_worker, purge_broker, wait_for
 
 SECRET = "a-test-secret-of-some-length"
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
-SEED002 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed002" in p.name))
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
+SEED002 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed002" in p.name))
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 
 

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.contrib.auth.models import Permission
 
 from supervisor.core.models import Flag, Task, Thread
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import ROOT, celery_worker, purge_broker, test_database_env, wait_for
 
 CHROMIUM = os.environ.get("SUPERVISOR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -47,7 +47,7 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1280, "height": 800}
 SCHEMES = ("light", "dark")
 
-SEED000_PATH = next(p for p in SHARED_SCENARIOS if p.name.startswith("seed000"))
+SEED000_PATH = next(p for p in CONTRACT_SCENARIOS if p.name.startswith("seed000"))
 SEED000 = load_scenario(SEED000_PATH)
 RETRY_PORT = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 PARENT_THREAD = "thread:parent-release"

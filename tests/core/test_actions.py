@@ -11,11 +11,11 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Change, Flag, Task, Wake
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
 SECRET = "a-test-secret-of-some-length"
-STALE = next(p for p in SHARED_SCENARIOS if p.name == "seed000-stale-finalize.json")
+STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 DELIVERY_FLAGS = {"premature_completion", "stale_result", "undelivered_result"}
 

@@ -11,11 +11,11 @@ from supervisor.core.evaluate import out_of_date
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag, Task, Thread
 from supervisor.core.tasks import evaluate_touched
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db
 
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))["events"]
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))["events"]
 RETRY_PORT = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 
 

@@ -19,9 +19,9 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
-SCENARIOS = {path.stem: load_scenario(path)["events"] for path in SHARED_SCENARIOS}
+SCENARIOS = {path.stem: load_scenario(path)["events"] for path in CONTRACT_SCENARIOS}
 
 
 # Times on Supervisor's own clock: when things arrived and were evaluated, not what happened.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import OWN_SCENARIOS, SHARED_SCENARIOS, load_scenario
+from tests.conftest import OWN_SCENARIOS, CONTRACT_SCENARIOS, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,24 +43,24 @@ def test_the_command_line_checks_every_contract_scenario():
         "manage.py",
         "replay",
         "--check",
-        *map(str, SHARED_SCENARIOS),
+        *map(str, CONTRACT_SCENARIOS),
         *map(str, OWN_SCENARIOS),
     ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == len(SHARED_SCENARIOS) + len(OWN_SCENARIOS)
+    assert len(result.stdout.splitlines()) == len(CONTRACT_SCENARIOS) + len(OWN_SCENARIOS)
 
 
 pytestmark = pytest.mark.django_db
 
 
 def test_output_is_one_json_object_per_scenario_in_the_contract_shape():
-    result = replay(*SHARED_SCENARIOS)
+    result = replay(*CONTRACT_SCENARIOS)
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["scenario"] for line in lines] == [
-        load_scenario(p)["name"] for p in SHARED_SCENARIOS
+        load_scenario(p)["name"] for p in CONTRACT_SCENARIOS
     ]
-    for line, path in zip(lines, SHARED_SCENARIOS, strict=True):
+    for line, path in zip(lines, CONTRACT_SCENARIOS, strict=True):
         assert set(line) == {"scenario", "tasks", "threads"}
         delegated = {
             e["data"]["task"]
@@ -77,8 +77,8 @@ def test_output_is_one_json_object_per_scenario_in_the_contract_shape():
 
 
 def test_every_thread_named_in_a_scenario_appears(tmp_path):
-    line = json.loads(replay(SHARED_SCENARIOS[0]).stdout)
-    events = load_scenario(SHARED_SCENARIOS[0])["events"]
+    line = json.loads(replay(CONTRACT_SCENARIOS[0]).stdout)
+    events = load_scenario(CONTRACT_SCENARIOS[0])["events"]
     named = {
         e["data"][k]
         for e in events
@@ -89,7 +89,7 @@ def test_every_thread_named_in_a_scenario_appears(tmp_path):
 
 
 def test_output_does_not_read_the_expectations(tmp_path):
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
     bare = {k: v for k, v in scenario.items() if k not in ("expect", "expect_open")}
     wrong = {**scenario, "expect": {"tasks": {}, "threads": {}}, "expect_open": {}}
     (tmp_path / "bare.json").write_text(json.dumps(bare))
@@ -99,7 +99,7 @@ def test_output_does_not_read_the_expectations(tmp_path):
 
 
 def test_check_fails_and_names_the_difference(tmp_path):
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if "seed003" in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed003" in p.name))
     scenario["expect"]["tasks"]["task:probe-b"] = []
     (tmp_path / "wrong.json").write_text(json.dumps(scenario))
     result = replay(tmp_path / "wrong.json", check=True)
@@ -108,7 +108,7 @@ def test_check_fails_and_names_the_difference(tmp_path):
 
 
 def test_check_fails_on_a_subject_the_scenario_does_not_list(tmp_path):
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if "seed004" in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed004" in p.name))
     scenario["expect"]["threads"] = {}
     (tmp_path / "unlisted.json").write_text(json.dumps(scenario))
     result = replay(tmp_path / "unlisted.json", check=True)
@@ -126,6 +126,6 @@ def test_an_unreadable_scenario_is_a_clear_error(tmp_path):
 def test_replay_leaves_the_configured_database_untouched(capsys):
     from supervisor.core.models import Source, Task
 
-    call_command("replay", str(SHARED_SCENARIOS[0]))
+    call_command("replay", str(CONTRACT_SCENARIOS[0]))
     assert json.loads(capsys.readouterr().out)["tasks"]
     assert not Task.objects.exists() and not Source.objects.exists()

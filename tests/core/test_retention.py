@@ -33,14 +33,14 @@ from supervisor.core.tasks import prune_old_rows
 from supervisor.live.notes import latest_change_id, notes_after
 from supervisor.notify.models import Channel, FlagAlert, Notification, Route
 from supervisor.web.audit_views import audit_changes
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 from tests.web.cast import ADMIN, login_as
 
 NOW = datetime(2027, 6, 1, 12, 0, tzinfo=UTC)
 DAYS = {"events": 30, "flags": 90, "actions": 90, "notifications": 30, "changes": 365}
 MINUTE = timedelta(minutes=1)
-STALE = next(p for p in SHARED_SCENARIOS if p.name == "seed000-stale-finalize.json")
+STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
 
 
 @pytest.fixture(autouse=True)

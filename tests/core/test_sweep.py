@@ -12,12 +12,12 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag, Task
 from supervisor.core.sweep import due_subjects, sweep
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import BASE, at
 
 pytestmark = pytest.mark.django_db
 
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))["events"]
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))["events"]
 LAST = max(parse_event(e).at for e in SEED000)  # run 4 of the retry-port task finishes
 RETRY_PORT = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 
@@ -101,7 +101,7 @@ def test_stuck_opens_through_the_sweep_after_stuck_after(source):
 
 
 def test_late_wake_opens_and_resolves_through_sweep_and_delivery(source):
-    events = load_scenario(next(p for p in SHARED_SCENARIOS if "seed002" in p.name))["events"]
+    events = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed002" in p.name))["events"]
     queued = next(e for e in events if e["id"] == "s002-0012")
     delivered = next(e for e in events if e["id"] == "s002-0017")
     before = [e for e in events if e is not delivered]

@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
 from .services import wait_for
 
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 SECRET = "a-test-secret-of-some-length"
 

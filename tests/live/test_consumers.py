@@ -14,13 +14,13 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Change, Task
 from supervisor.core.tasks import evaluate_touched
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import celery_worker, purge_broker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))["events"]
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))["events"]
 CURSOR = re.compile(r'id="live-cursor" data-change="(\d+)"')
 
 

@@ -18,12 +18,12 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task, Wake
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.t3.fake_server import DISPATCH, DISPATCH_ERROR, Call, FakeT3
 from tests.web.cast import ADMIN, login_as
 
 TOKEN = "t3-token-0123456789abcdef"
-STALE = next(p for p in SHARED_SCENARIOS if p.name == "seed000-stale-finalize.json")
+STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 PARENT = "thread:parent-release"
 CHILD = "thread:delegated-task:retry-port"

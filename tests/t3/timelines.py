@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .statedb import FakeT3
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "shared" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
 SECRET = "a-test-secret-of-some-length"
-SEED000 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed000" in p.name))
-SEED002 = load_scenario(next(p for p in SHARED_SCENARIOS if "seed002" in p.name))
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
+SEED002 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed002" in p.name))
 STALE = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 TRANSIENT = "node:delegated-task:cmd%3Aa1"
 DUPLICATE = "node:delegated-task:cmd%3Aa2"

@@ -8,14 +8,14 @@ from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def flagged(source):
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if "seed003" in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed003" in p.name))
     apply_events(source, scenario["events"])
     evaluate(source.namespace_id, clock.now())
     return Flag.objects.select_related("task").get(kind="dispatch_lag")
