@@ -21,7 +21,7 @@ from supervisor.core.actions import (
 from supervisor.core.models import Flag
 
 from .answers import errors
-from .auth import actor_of, actors
+from .auth import actor_of, actors, namespace_of
 from .inputs import STRICT, Id, Text
 from .serialize import action_json
 from .tasks import find_task, task_queryset
@@ -40,15 +40,6 @@ class ActionRequest(Schema):
     reason: Text | None = None
 
 
-def _namespace_for(request: HttpRequest, namespace: str | None) -> str | None:
-    source = getattr(request, "source", None)
-    if source is None:
-        return namespace
-    if namespace and namespace != source.namespace.name:
-        raise HttpError(404, f"this token acts only in namespace {source.namespace.name!r}")
-    return source.namespace.name
-
-
 @router.post(
     "/tasks/{anytext:task_id}/actions",
     response={202: dict, **errors(404, 409)},
@@ -58,7 +49,7 @@ def request_action(
     request: HttpRequest, task_id: Text, body: ActionRequest, namespace: Text | None = None
 ):
     user, actor = actor_of(request, ACT_PERMISSION)
-    task = find_task(task_id, _namespace_for(request, namespace))
+    task = find_task(task_id, namespace_of(request, namespace))
     key = request.headers.get("Idempotency-Key") or None
     if key is not None and not (1 <= len(key) <= 200):
         raise HttpError(400, "Idempotency-Key must be 1 to 200 characters")
@@ -120,7 +111,7 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
         state=f.state or (Flag.OPEN if f.flag else None),
         status=f.status,
         q=f.q,
-        namespace=_namespace_for(request, f.namespace),
+        namespace=namespace_of(request, f.namespace),
     ).order_by("-delegated_at", "-pk")
     count = tasks.count()
     if count > BULK_LIMIT:

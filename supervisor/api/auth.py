@@ -1,4 +1,8 @@
-"""Who may call the API: a bearer token with the right scope, or an operator's session."""
+"""Who may call the API: a bearer token with the right scope, or an operator's session.
+
+A token reads and acts only in its source's namespace: everything of another namespace
+is, for it, not there (404). A session (a person) sees every namespace.
+"""
 
 from django.http import HttpRequest
 from ninja.errors import HttpError
@@ -53,3 +57,15 @@ def actor_of(request: HttpRequest, permission: str):
     if not user.has_perm(permission):
         raise HttpError(403, "your account may look but not act (ask for the operator role)")
     return user, f"user:{user.get_username()}"
+
+
+def namespace_of(request: HttpRequest, namespace: str | None = None) -> str | None:
+    """The namespace a request may see: a token's own (asking for another is a 404), or
+    for a session the one asked for (None: all)."""
+    source = getattr(request, "source", None)
+    if source is None:
+        return namespace
+    own = source.namespace.name
+    if namespace and namespace != own:
+        raise HttpError(404, f"this token reads and acts only in namespace {own!r}")
+    return own

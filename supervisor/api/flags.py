@@ -4,7 +4,6 @@ from datetime import datetime
 from typing import Literal
 
 from django.db.models import Q
-from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
@@ -19,7 +18,7 @@ from supervisor.core.models import Flag
 
 from . import pagination
 from .answers import errors
-from .auth import actor_of, actors, readers
+from .auth import actor_of, actors, namespace_of, readers
 from .inputs import STRICT, Moment, Text
 from .serialize import flag_json
 
@@ -36,12 +35,16 @@ def list_flags(
     state: Text | None = None,
     kind: Text | None = None,
     subject: Text | None = None,
+    namespace: Text | None = None,
     cursor: Text | None = None,
     limit: int = 50,
 ):
     if state not in (None, Flag.OPEN, Flag.RESOLVED):
         raise HttpError(400, "state must be 'open' or 'resolved'")
     flags = Flag.objects.select_related("namespace")
+    namespace = namespace_of(request, namespace)
+    if namespace:
+        flags = flags.filter(namespace__name=namespace)
     if state:
         flags = flags.filter(state=state)
     if kind:
@@ -76,7 +79,15 @@ class FlagAction(Schema):
     summary="Acknowledge, snooze or resolve",
 )
 def act_on_flag(request, flag_id: int, body: FlagAction):
-    flag = get_object_or_404(Flag.objects.select_related("namespace"), pk=flag_id)
+    flags = Flag.objects.select_related("namespace")
+    namespace = namespace_of(request)
+    if namespace:  # a token's: a flag of another namespace is not there for it
+        flags = flags.filter(namespace__name=namespace)
+    flag = flags.filter(pk=flag_id).first()
+    if flag is None:
+        raise HttpError(
+            404, f"no flag {flag_id}" + (f" in namespace {namespace!r}" if namespace else "")
+        )
     user, actor = actor_of(request, "core.act")
     now = clock.now()
     try:

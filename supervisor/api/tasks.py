@@ -14,7 +14,7 @@ from supervisor.core.task_detail import describe_task
 
 from . import pagination
 from .answers import errors
-from .auth import readers
+from .auth import namespace_of, readers
 from .inputs import Text
 from .serialize import action_json, flag_json, task_summary_json
 
@@ -66,7 +66,9 @@ def list_tasks(
     if state not in (None, Flag.OPEN, Flag.RESOLVED):
         raise HttpError(400, "state must be 'open' or 'resolved'")
     limit = max(1, min(limit, 200))
-    tasks = task_queryset(flag=flag, state=state, status=status, q=q, namespace=namespace)
+    tasks = task_queryset(
+        flag=flag, state=state, status=status, q=q, namespace=namespace_of(request, namespace)
+    )
     if cursor:
         at, pk = pagination.decode(cursor, (datetime, int))
         tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))
@@ -102,7 +104,7 @@ def find_task(task_id: str, namespace: str | None) -> Task:
     summary="One task with its runs, wakes and flags",
 )
 def get_task(request: HttpRequest, task_id: Text, namespace: Text | None = None):
-    task = find_task(task_id, namespace)
+    task = find_task(task_id, namespace_of(request, namespace))
     detail = describe_task(task, load_for_task(task))
     flags = Flag.objects.filter(task=task).select_related("namespace").order_by("opened_at", "pk")
     return {

@@ -8,7 +8,7 @@ from supervisor.core import clock
 from supervisor.core.evaluate import evaluate_namespace
 from supervisor.core.ingest import apply_events
 from supervisor.core.sources import do_create_source
-from tests.conftest import SHARED_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def test_tasks_filter_by_status_and_search(client, source):
 
 
 def replayed(source, name):
-    scenario = load_scenario(next(p for p in SHARED_SCENARIOS if name in p.name))
+    scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if name in p.name))
     apply_events(source, scenario["events"])
     with clock.virtual_clock(clock.now()):
         evaluate_namespace(source.namespace_id, clock.now())
@@ -109,14 +109,17 @@ def test_an_unknown_task_is_404(client, source):
     assert get(client, "/api/v1/tasks/nope", source.token).status_code == 404
 
 
-def test_an_id_in_two_namespaces_needs_the_namespace(client, source):
+def test_an_id_in_two_namespaces_needs_the_namespace(client, source, operator):
+    # A session sees every namespace, so it must choose; a token sees only its own.
     make_tasks(source, 1)
     other, _ = do_create_source("other")
     make_tasks(other, 1)
-    response = get(client, "/api/v1/tasks/task:t0", source.token)
+    assert get(client, "/api/v1/tasks/task:t0", source.token).json()["namespace"] == "orchestrator"
+    client.force_login(operator)
+    response = client.get("/api/v1/tasks/task:t0")
     assert response.status_code == 409
     assert "orchestrator" in response.json()["error"] and "other" in response.json()["error"]
-    chosen = get(client, "/api/v1/tasks/task:t0?namespace=other", source.token)
+    chosen = client.get("/api/v1/tasks/task:t0?namespace=other")
     assert chosen.json()["namespace"] == "other"
 
 

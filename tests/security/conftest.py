@@ -36,6 +36,7 @@ def walk_objects(source, silent_source):  # noqa: F811
         "dead": dead.pk,
         "flag": silent.pk,
         "task": task.pk,
+        "task_id": task.task_id,
         "thread": Thread.objects.filter(namespace_id=source.namespace_id).first().pk,
         "link": link_token(on_thread.pk),
         "bad_link": signing.TimestampSigner(salt="elsewhere").sign_object({"flag": 1}),

@@ -12,6 +12,7 @@ from .walk import (
     MATRIX,
     PUBLIC,
     answered,
+    leaked,
     login,
     patterns,
     route_of,
@@ -55,6 +56,8 @@ def test_the_permission_matrix(walk_objects, row):
             expected = row.expected(caller)
             if not answered(response, expected):
                 wrong[caller] = (response.status_code, expected)
+            elif shown := leaked(response, row, caller, walk_objects):
+                wrong[caller] = f"shown what is another namespace's: {shown}"
             transaction.set_rollback(True)
     assert not wrong, f"(got, expected) by caller: {wrong}"
 

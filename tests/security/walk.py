@@ -5,10 +5,11 @@ included). `MATRIX` has one row per (url, method): the status each caller gets. 
 walk test fails when a pattern has no GET and no POST row, so a new URL cannot be added
 without deciding who may use it.
 
-Callers: the page cast (stranger, viewer, operator, admin, each by session) and three
+Callers: the page cast (stranger, viewer, operator, admin, each by session) and four
 bearer tokens: one with every scope (TOKEN), one with every scope but the row's
-(UNSCOPED), and a revoked one (REVOKED). Pages ignore bearer tokens: a row without
-token answers gets the stranger's answer for all three.
+(UNSCOPED), a revoked one (REVOKED), and one with every scope of another namespace
+(ELSEWHERE), for which the walk's objects are not there. Pages ignore bearer tokens: a
+row without token answers gets the stranger's answer for all four.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from supervisor.core.sources import do_create_source, do_revoke_source
 from tests.web.cast import ADMIN, ANONYMOUS, CAST, OPERATOR, VIEWER, login_as
 
 TOKEN, UNSCOPED, REVOKED = "token", "token-without-scope", "revoked-token"
-CALLERS = (*CAST, TOKEN, UNSCOPED, REVOKED)
+ELSEWHERE = "token-of-another-namespace"
+TOKENS = (TOKEN, UNSCOPED, REVOKED, ELSEWHERE)
+CALLERS = (*CAST, *TOKENS)
+OTHER_NAMESPACE = "walk-elsewhere"
 LOGIN = "login"  # a redirect to the log-in page
 ALL_SCOPES = "ingest,read,act,metrics"
 
@@ -55,6 +59,8 @@ class Row:
     answers: dict[str, int | str]
     data: dict = field(default_factory=dict)  # query (GET) or body (POST; JSON to /api/)
     scope: str | None = None  # the token scope the row needs (API and /metrics)
+    # Answers about every namespace (/metrics): a token of another one sees the walk's.
+    every_namespace: bool = False
 
     @property
     def id(self) -> str:
@@ -63,7 +69,7 @@ class Row:
     def expected(self, caller: str) -> int | str:
         if caller in self.answers:
             return self.answers[caller]
-        assert caller in (TOKEN, UNSCOPED, REVOKED), f"{self.id}: no answer for {caller}"
+        assert caller in TOKENS, f"{self.id}: no answer for {caller}"
         return self.answers[ANONYMOUS]
 
 
@@ -76,10 +82,18 @@ def everyone(status) -> dict:
     return dict.fromkeys(CALLERS, status)
 
 
-def api(ok: int, scope: str, *, viewer: int | None = None, session: bool = True) -> dict:
+def api(
+    ok: int,
+    scope: str,
+    *,
+    viewer: int | None = None,
+    session: bool = True,
+    elsewhere: int | None = None,
+) -> dict:
     """An API row's answers: no token 401, a token without `scope` 403, a revoked one
-    401; a session reads (or acts, when `viewer` says the viewer's refusal)."""
-    answers = {ANONYMOUS: 401, TOKEN: ok, UNSCOPED: 403, REVOKED: 401}
+    401, a token of another namespace `elsewhere` (404 for one of the walk's objects);
+    a session reads (or acts, when `viewer` says the viewer's refusal)."""
+    answers = {ANONYMOUS: 401, TOKEN: ok, UNSCOPED: 403, REVOKED: 401, ELSEWHERE: elsewhere or ok}
     if session:
         answers |= {VIEWER: viewer or ok, OPERATOR: ok, ADMIN: ok}
     else:  # a bearer token only: a browser session is no credential here
@@ -156,7 +170,13 @@ MATRIX = [
     Row("/audit/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/audit/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # Prometheus figures: a bearer token with the metrics scope only, never a session
-    Row("/metrics", "GET", api(200, "metrics", session=False), scope="metrics"),
+    Row(
+        "/metrics",
+        "GET",
+        api(200, "metrics", session=False),
+        scope="metrics",
+        every_namespace=True,
+    ),
     Row("/metrics", "POST", everyone(405)),
     # the signed link of an alert message stands in for a login: anyone holding it
     Row("/alerts/ack/{link}/", "GET", everyone(200)),
@@ -209,7 +229,7 @@ MATRIX = [
     ),
     Row("/api/v1/tasks", "GET", api(200, "read"), scope="read"),
     Row("/api/v1/tasks", "POST", everyone(405)),
-    Row("/api/v1/tasks/task%3At0", "GET", api(200, "read"), scope="read"),
+    Row("/api/v1/tasks/task%3At0", "GET", api(200, "read", elsewhere=404), scope="read"),
     Row("/api/v1/tasks/task%3At0", "POST", everyone(405)),
     Row("/api/v1/flags", "GET", api(200, "read"), scope="read"),
     Row("/api/v1/flags", "POST", everyone(405)),
@@ -217,7 +237,7 @@ MATRIX = [
     Row(
         "/api/v1/flags/{flag}",
         "POST",
-        api(200, "act", viewer=403),
+        api(200, "act", viewer=403, elsewhere=404),
         {"action": "acknowledge"},
         scope="act",
     ),
@@ -225,7 +245,7 @@ MATRIX = [
     Row(
         "/api/v1/tasks/task%3At0/actions",
         "POST",
-        api(202, "act", viewer=403),
+        api(202, "act", viewer=403, elsewhere=404),
         {"kind": "continue"},
         scope="act",
     ),
@@ -252,11 +272,13 @@ def stranger() -> Client:
 
 def token_for(caller: str, row: Row, namespace: str) -> str | None:
     """The bearer token `caller` sends on `row` (None for the session cast)."""
-    if caller not in (TOKEN, UNSCOPED, REVOKED):
+    if caller not in TOKENS:
         return None
     scopes = ALL_SCOPES
     if caller == UNSCOPED:
         scopes = ",".join(s for s in ALL_SCOPES.split(",") if s != (row.scope or "read"))
+    if caller == ELSEWHERE:
+        namespace = OTHER_NAMESPACE
     source, token = do_create_source(f"walk-{caller}", namespace=namespace, scopes=scopes)
     if caller == REVOKED:
         do_revoke_source(source)
@@ -285,3 +307,13 @@ def answered(response, expected) -> bool:
     if expected == LOGIN:
         return response.status_code == 302 and response.url.startswith("/login/?next=")
     return response.status_code == expected
+
+
+def leaked(response, row: Row, caller: str, objects: dict) -> list[str]:
+    """What of the walk's namespace a token of another namespace was shown."""
+    if caller != ELSEWHERE or row.every_namespace or not row.url.startswith("/api/v1/"):
+        return []
+    if response.status_code >= 300:  # a refusal may repeat the id that was asked for
+        return []
+    body = response.content.decode()
+    return [name for name in (objects["namespace"], objects["task_id"]) if name in body]
