@@ -9,6 +9,7 @@ ran out. A delivery is at most once per (task, run) by a partial unique constrai
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import uuid
@@ -37,6 +38,32 @@ SUPERVISOR_ENV = "supervisor"  # the environment of Supervisor's own events (its
 
 def config() -> dict:
     return settings.SUPERVISOR_ACTIONS
+
+
+KEY_LIMIT = 200  # characters of an idempotency key (Action.idempotency_key)
+EVENT_ID_LIMIT = 200  # characters of an event id (contract §2)
+
+
+def check_key(key: str) -> None:
+    """An idempotency key is 1 to 200 printable ASCII characters (as the IETF draft of
+    the Idempotency-Key header has it): it is stored, and sent on in headers and ids.
+    ActionRefused(400) names what is wrong with one that is not."""
+    if not 1 <= len(key) <= KEY_LIMIT:
+        raise ActionRefused(400, f"Idempotency-Key must be 1 to {KEY_LIMIT} characters")
+    for char in key:
+        if not " " <= char <= "~":
+            raise ActionRefused(
+                400,
+                f"Idempotency-Key holds U+{ord(char):04X}; use printable ASCII characters only",
+            )
+
+
+def key_id(prefix: str, key: str, limit: int = EVENT_ID_LIMIT) -> str:
+    """An id made from an idempotency key, at most `limit` characters: the key itself
+    when it fits, else its SHA-256 (as unique, and the same for the same key)."""
+    if len(prefix) + len(key) <= limit:
+        return prefix + key
+    return f"{prefix}sha256:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
 class ActionRefused(Exception):
@@ -173,6 +200,18 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
         f"The parent thread {preview.target_thread} is woken with this text "
         "(the orchestrator starts a run of it)."
     )
+    uncertain = (
+        Action.objects.filter(
+            task=task, kind="deliver", run_id=run, state=Action.FAILED, response__outcome="unknown"
+        )
+        .order_by("-pk")
+        .first()
+    )
+    if uncertain is not None:
+        preview.affects.append(
+            f"An earlier delivery of run {run} (action {uncertain.pk}) failed without a "
+            "clear answer and may have reached the parent: look at the parent thread first."
+        )
     if ownership.has_reached_parent(snap, view, chosen.summary):
         preview.affects.append("This result has already reached the parent once.")
     open_kinds = sorted(
@@ -294,13 +333,20 @@ def do_request_action(
     key: str | None = None,
 ) -> tuple[Action, bool]:
     """Record an action and enqueue it; (action, created). The same idempotency key
-    again returns the first action; a second delivery of a run is refused (409)."""
-    if key:
-        existing = Action.objects.filter(idempotency_key=key).select_related("task").first()
+    again returns the first action, however many requests race with it; a second
+    delivery of a run is refused (409)."""
+    if key is not None:
+        check_key(key)
+        existing = _action_with_key(key)
         if existing is not None:
             return _same_request(existing, task, kind), False
     preview = preview_action(task, kind, run=run, message=message)
     if preview.refusal:
+        # A request with the same key may have won since the look-up above: its action
+        # is what was asked for, not a refusal (its delivery is why the preview refuses).
+        existing = _action_with_key(key) if key else None
+        if existing is not None:
+            return _same_request(existing, task, kind), False
         raise ActionRefused(preview.status, preview.refusal)
     now = clock.now()
     action = Action(
@@ -327,7 +373,7 @@ def do_request_action(
             transaction.on_commit(lambda: _enqueue(action.pk))
     except IntegrityError:
         if key:
-            existing = Action.objects.filter(idempotency_key=key).select_related("task").first()
+            existing = _action_with_key(key)
             if existing is not None:
                 return _same_request(existing, task, kind), False
         if kind == "deliver":
@@ -363,6 +409,10 @@ def do_request_bulk(
     return outcome
 
 
+def _action_with_key(key: str) -> Action | None:
+    return Action.objects.filter(idempotency_key=key).select_related("task").first()
+
+
 def _same_request(existing: Action, task: Task, kind: str) -> Action:
     if existing.task_id != task.pk or existing.kind != kind:
         raise ActionRefused(409, "this idempotency key was used for another action; use a new key")
@@ -381,26 +431,55 @@ def _enqueue(action_id: int, countdown: float | None = None) -> None:
 # --- perform ------------------------------------------------------------------------
 
 
+def _due(now: datetime) -> Q:
+    """Ready to be sent: queued, or sending with its lease run out (its worker died)."""
+    return Q(state=Action.QUEUED) | Q(state=Action.SENDING, due_at__lte=now)
+
+
 def do_claim_action(action_id: int, now: datetime) -> Action | None:
     """queued -> sending (or a sending one whose lease ran out: its worker died), with
-    a new lease; None when someone else holds it or it is finished."""
-    lease = timedelta(seconds=config()["lease"])
+    a new lease; None when someone else holds it, it is finished, or its attempts are
+    spent (then it is failed: nothing is sent more than `max_attempts` times)."""
+    cfg = config()
     with transaction.atomic():
-        claimed = (
-            Action.objects.filter(pk=action_id)
-            .filter(Q(state=Action.QUEUED) | Q(state=Action.SENDING, due_at__lte=now))
-            .update(
-                state=Action.SENDING,
-                attempts=F("attempts") + 1,
-                due_at=now + lease,
-                updated_at=now,
-            )
+        claimed = Action.objects.filter(
+            _due(now), pk=action_id, attempts__lt=cfg["max_attempts"]
+        ).update(
+            state=Action.SENDING,
+            attempts=F("attempts") + 1,
+            due_at=now + timedelta(seconds=cfg["lease"]),
+            updated_at=now,
         )
         if not claimed:
+            do_give_up_action(action_id, now)
             return None
         action = Action.objects.select_related("task__namespace", "source").get(pk=action_id)
         _change(action, "action.sending", now, attempt=action.attempts)
     return action
+
+
+@transaction.atomic
+def do_give_up_action(action_id: int, now: datetime) -> bool:
+    """Fail an action that is due again with every attempt spent. Its last attempt never
+    recorded an answer (its worker died, or recording failed), so it may have reached
+    the orchestrator: the row says so, and a new delivery's preview warns of it."""
+    cfg = config()
+    spent = Action.objects.filter(_due(now), pk=action_id, attempts__gte=cfg["max_attempts"])
+    error = (
+        f"gave up after {cfg['max_attempts']} attempts; the last one recorded no answer, so "
+        "it may have been sent (each attempt carried the same idempotency key)"
+    )
+    failed = spent.update(
+        state=Action.FAILED,
+        last_error=error,
+        response={"outcome": "unknown"},
+        finished_at=now,
+        updated_at=now,
+    )
+    if failed:
+        action = Action.objects.select_related("task").get(pk=action_id)
+        _change(action, "action.failed", now, error=error)
+    return bool(failed)
 
 
 def outgoing_for(action: Action) -> Outgoing:
@@ -446,6 +525,9 @@ def perform(action_id: int) -> str:
 
 
 def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
+    """Succeeded, and a delivery recorded as a manual wake. The send has happened: if
+    recording the wake fails, the action is still succeeded (never sent again) and says
+    what was not recorded."""
     with transaction.atomic():
         done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
             state=Action.SUCCEEDED,
@@ -457,9 +539,17 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
         if not done:  # another worker finished it first (its lease had run out)
             return Action.objects.get(pk=action.pk).state
         action.state = Action.SUCCEEDED
-        _change(action, "action.succeeded", now, duplicate=receipt.duplicate)
+        unrecorded = {}
         if action.kind == "deliver":
-            record_delivery(action, now)
+            try:
+                with transaction.atomic():
+                    record_delivery(action, now)
+            except Exception as exc:
+                log.exception("action %s: sent, but recording the delivery failed", action.pk)
+                error = f"sent, but recording it as the parent's manual wake failed: {exc}"
+                Action.objects.filter(pk=action.pk).update(last_error=error)
+                unrecorded = {"error": error}
+        _change(action, "action.succeeded", now, duplicate=receipt.duplicate, **unrecorded)
     return Action.SUCCEEDED
 
 
@@ -471,11 +561,14 @@ def do_record_failure(
     again = retryable and action.attempts < cfg["max_attempts"]
     delay = cfg["backoff"] * 2 ** (action.attempts - 1)
     state = Action.QUEUED if again else Action.FAILED
+    response = {"detail": detail[:2000]} if detail else {}
+    if retryable and not again:  # a timeout or a 5xx: it may have got through
+        response["outcome"] = "unknown"
     with transaction.atomic():
         done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
             state=state,
             last_error=error,
-            response={"detail": detail[:2000]} if detail else {},
+            response=response,
             # The sweep picks a queued action up again if its retry message is lost.
             due_at=now + timedelta(seconds=delay + cfg["queue_grace"]),
             finished_at=None if again else now,
@@ -517,7 +610,7 @@ def record_delivery(action: Action, now: datetime) -> None:
 
     task = action.task
     event = {
-        "id": f"delivery:{action.idempotency_key}",
+        "id": key_id("delivery:", action.idempotency_key),
         "type": "wake.queued",
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
@@ -541,14 +634,18 @@ def requeue_due_actions(now: datetime, limit: int = 500) -> int:
     """Enqueue actions left queued past their time, and put back those sending past
     their lease (their worker died). Each is pushed to later first, so a busy worker
     does not find a pile of copies when it gets to them."""
-    grace = timedelta(seconds=config()["queue_grace"])
+    cfg = config()
+    grace = timedelta(seconds=cfg["queue_grace"])
     due = list(
         Action.objects.filter(state__in=(Action.QUEUED, Action.SENDING), due_at__lte=now)
         .order_by("due_at")
-        .values_list("pk", "state")[:limit]
+        .values_list("pk", "state", "attempts")[:limit]
     )
     requeued = 0
-    for pk, state in due:
+    for pk, state, attempts in due:
+        if attempts >= cfg["max_attempts"]:
+            do_give_up_action(pk, now)
+            continue
         with transaction.atomic():
             taken = Action.objects.filter(pk=pk, state=state, due_at__lte=now).update(
                 state=Action.QUEUED, due_at=now + grace, updated_at=now

@@ -173,23 +173,21 @@ def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
     assert Action.objects.count() == 1
 
 
-@pytest.mark.django_db(transaction=True)
-def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live_server, receiver):
-    """Real HTTP requests on their own threads and database connections, released at
-    once: the partial unique constraint lets one through; a worker sends it once."""
-    purge_broker()
-    source = bound_source("t3", receiver.url)
-    load(source, SEED000)
-    url = live_server.url + actions_url(TASK)
+def twenty_at_once(url: str, token: str, key: str | None = None) -> list[tuple[int, dict]]:
+    """Twenty deliver requests on their own threads and database connections, released
+    at once; their (status, body) answers."""
     start = threading.Barrier(20)
     answers: list[tuple[int, dict]] = []
     lock = threading.Lock()
 
     def deliver(n: int):
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
         request = urllib.request.Request(
             url,
             data=json.dumps({"kind": "deliver", "reason": f"operator {n}"}).encode(),
-            headers={"Authorization": f"Bearer {source.token}", "Content-Type": "application/json"},
+            headers=headers,
             method="POST",
         )
         start.wait()
@@ -206,6 +204,17 @@ def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live
         thread.start()
     for thread in threads:
         thread.join(90)
+    return answers
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live_server, receiver):
+    """Real HTTP requests, released at once: the partial unique constraint lets one
+    through; a worker sends it once."""
+    purge_broker()
+    source = bound_source("t3", receiver.url)
+    load(source, SEED000)
+    answers = twenty_at_once(live_server.url + actions_url(TASK), source.token)
     statuses = sorted(status for status, _ in answers)
     assert statuses == [202] + [409] * 19, answers
     for status, body in answers:
@@ -215,3 +224,16 @@ def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live
     with celery_worker():
         wait_for(lambda: Action.objects.get().state == "succeeded", what="the delivery")
     assert len(receiver.deliveries) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_parallel_requests_with_one_idempotency_key_get_the_same_action(
+    live_server, receiver
+):
+    # The same request retried by a client: each answer is the one action, none a 409.
+    purge_broker()
+    source = bound_source("t3", receiver.url)
+    load(source, SEED000)
+    answers = twenty_at_once(live_server.url + actions_url(TASK), source.token, key="retry-1")
+    assert sorted(status for status, _ in answers) == [202] * 20, answers
+    assert {body["id"] for _, body in answers} == {Action.objects.get().pk}

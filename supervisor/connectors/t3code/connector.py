@@ -17,6 +17,7 @@ One call is one attempt: the worker retries with backoff, guided by
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 from urllib.parse import quote
@@ -132,6 +133,13 @@ def command_id(outgoing: Outgoing) -> str:
     return derived_id("command", outgoing)
 
 
+DERIVED_KEY_LIMIT = 200  # characters of the encoded key in a derived id
+
+
 def derived_id(kind: str, outgoing: Outgoing) -> str:
-    # T3's derived ids nest other ids percent-encoded; the key may hold any character.
-    return f"supervisor:{kind}:{quote(outgoing.idempotency_key, safe='')}"
+    # T3's derived ids nest other ids percent-encoded; the key may hold any character,
+    # and percent-encoding can make it twelve times longer: a long one is hashed.
+    key = quote(outgoing.idempotency_key, safe="")
+    if len(key) > DERIVED_KEY_LIMIT:
+        key = "sha256:" + hashlib.sha256(outgoing.idempotency_key.encode()).hexdigest()
+    return f"supervisor:{kind}:{key}"
