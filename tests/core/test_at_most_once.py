@@ -5,6 +5,7 @@ once) and no action is attempted more than `max_attempts` times.
 Driven as the service drives it: `perform` as a worker runs it, and between attempts
 the beat sweep's `requeue_due_actions`, on a virtual clock moved past each lease."""
 
+import contextlib
 from datetime import datetime, timedelta
 from itertools import count
 
@@ -59,11 +60,10 @@ def drive(action: Action, start: datetime) -> str:
             return state
         with clock.virtual_clock(now):
             actions.requeue_due_actions(now)
-            try:
+            # A worker that raises died there: its row says where it was.
+            with contextlib.suppress(Exception, SystemExit):
                 actions.perform(action.pk)
-            except (Exception, SystemExit):  # the worker died: its row says where it was
-                pass
-        now += timedelta(seconds=cfg["lease"] + cfg["queue_grace"] + 2**cfg["max_attempts"])
+        now += timedelta(seconds=cfg["lease"] + cfg["queue_grace"] + 2 ** cfg["max_attempts"])
     return Action.objects.get(pk=action.pk).state
 
 
