@@ -2,28 +2,34 @@
 
 A token acts only on its own namespace's tasks; a session needs the `core.act`
 permission. An `Idempotency-Key` header makes a retried request return the first
-action instead of asking twice.
+action instead of asking twice. A preview (`GET …/actions/preview`) answers with a
+digest; a request carrying it (`preview`) is refused with 409 and the new preview when
+what would be sent changed since. A bulk confirmation must carry its preview's
+`selection`, the digest of the exact tasks it matched.
 """
 
 from typing import Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from supervisor.core.actions import (
     BULK_LIMIT,
+    KINDS,
     ActionRefused,
+    PreviewChanged,
     do_request_action,
     do_request_bulk,
     preview_action,
+    selection_digest,
 )
 from supervisor.core.models import Flag
 
 from .answers import errors
 from .auth import actor_of, actors, namespace_of
 from .inputs import STRICT, Id, Text
-from .serialize import action_json
+from .serialize import action_json, preview_json
 from .tasks import find_task, task_queryset
 
 router = Router(tags=["actions"], auth=actors())
@@ -38,6 +44,34 @@ class ActionRequest(Schema):
     message: Text | None = None
     run: Id | None = None
     reason: Text | None = None
+    # The digest of the preview this request confirms (GET …/actions/preview).
+    preview: Text | None = None
+
+
+def changed(refusal: PreviewChanged) -> JsonResponse:
+    return JsonResponse(
+        {"error": str(refusal), "preview": preview_json(refusal.preview)}, status=409
+    )
+
+
+@router.get(
+    "/tasks/{anytext:task_id}/actions/preview",
+    response={200: dict, **errors(404, 409)},
+    summary="What an action would send, where, and what else it affects (with its digest)",
+)
+def preview_request(
+    request: HttpRequest,
+    task_id: Text,
+    kind: Text,
+    run: Id | None = None,
+    message: Text | None = None,
+    namespace: Text | None = None,
+):
+    actor_of(request, ACT_PERMISSION)
+    if kind not in KINDS:
+        raise HttpError(400, f"kind must be one of {', '.join(KINDS)}")
+    task = find_task(task_id, namespace_of(request, namespace))
+    return preview_json(preview_action(task, kind, run=run, message=message))
 
 
 @router.post(
@@ -61,7 +95,10 @@ def request_action(
             message=body.message,
             reason=body.reason,
             key=key,
+            previewed=body.preview,
         )
+    except PreviewChanged as exc:
+        return changed(exc)
     except ActionRefused as exc:
         raise HttpError(exc.status, str(exc)) from None
     return Status(202, action_json(action))
@@ -85,8 +122,10 @@ class BulkRequest(Schema):
     reason: Text | None = None
     message: Text | None = None
     confirm: bool = False
-    # With confirm: the count the operator saw; if the filter now matches a different
-    # number of tasks, nothing is done (409) and the new count is returned.
+    # With confirm: the preview's `selection` (the digest of the tasks it matched); if the
+    # filter now matches other tasks, nothing is done (409) and the new preview is given.
+    selection: Text | None = None
+    # With confirm, also checked when given: the count the operator saw.
     expected: int | None = None
 
 
@@ -114,26 +153,22 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     count = tasks.count()
     if count > BULK_LIMIT:
         raise HttpError(400, f"{count} tasks match; narrow the filter to at most {BULK_LIMIT}")
+    matched = list(tasks)
     if not body.confirm:
-        sample = list(tasks[:20])
-        return {
-            "kind": body.kind,
-            "count": count,
-            "sample": [
-                {
-                    "task": t.task_id,
-                    "namespace": t.namespace.name,
-                    "refusal": preview_action(t, body.kind).refusal,
-                }
-                for t in sample
-            ],
-        }
-    if body.expected is not None and body.expected != count:
-        raise HttpError(
-            409, f"the filter now matches {count} tasks, not {body.expected}; preview again"
+        return bulk_preview(body.kind, matched)
+    if body.selection is None:
+        raise HttpError(400, "confirm needs 'selection', as the preview answered it")
+    if body.selection != selection_digest(matched) or body.expected not in (None, count):
+        return JsonResponse(
+            {
+                "error": f"the filter now matches other tasks than the preview showed ({count} "
+                "now); nothing was done: read the new preview and confirm again",
+                "preview": bulk_preview(body.kind, matched),
+            },
+            status=409,
         )
     outcome = do_request_bulk(
-        tasks, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
+        matched, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
     )
     return {
         "kind": body.kind,
@@ -143,4 +178,23 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
             {"task": t.task_id, "namespace": t.namespace.name, "error": error}
             for t, error in outcome.refused
         ],
+    }
+
+
+def bulk_preview(kind: str, tasks: list) -> dict:
+    """The count, every matching task (the first 20 with what they would get) and the
+    selection a confirmation carries."""
+    return {
+        "kind": kind,
+        "count": len(tasks),
+        "tasks": [{"task": t.task_id, "namespace": t.namespace.name} for t in tasks],
+        "sample": [
+            {
+                "task": t.task_id,
+                "namespace": t.namespace.name,
+                "refusal": preview_action(t, kind).refusal,
+            }
+            for t in tasks[:20]
+        ],
+        "selection": selection_digest(tasks),
     }

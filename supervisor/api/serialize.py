@@ -55,3 +55,22 @@ def action_json(action) -> dict:
         "created_at": action.created_at,
         "finished_at": action.finished_at,
     }
+
+
+def preview_json(preview) -> dict:
+    """An action's preview: what would be sent, where, through what, and its digest."""
+    task = preview.task
+    return {
+        "kind": preview.kind,
+        "task": task.task_id,
+        "namespace": task.namespace.name,
+        "allowed": preview.allowed,
+        "refusal": preview.refusal,
+        "target_thread": preview.target_thread,
+        "run": preview.run,
+        "text": preview.text,
+        "source": preview.source.name if preview.source else None,
+        "connector": preview.connector_label or None,
+        "affects": preview.affects,
+        "preview": preview.digest if preview.allowed else None,
+    }

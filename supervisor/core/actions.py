@@ -10,6 +10,7 @@ ran out. A delivery is at most once per (task, run) by a partial unique constrai
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
 import uuid
@@ -93,6 +94,39 @@ class Preview:
     @property
     def allowed(self) -> bool:
         return self.refusal is None
+
+    @property
+    def digest(self) -> str:
+        """What a confirmation carries of this preview: when the text, the target, the
+        run or the connector is no longer what was shown, the confirmation is refused."""
+        shown = [
+            self.kind,
+            self.task.pk,
+            self.target_thread,
+            self.run,
+            self.text,
+            self.source.pk if self.source else None,
+            self.connector_label,
+        ]
+        return hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:32]
+
+
+class PreviewChanged(ActionRefused):
+    """The action is no longer what its preview showed (409); `preview` is the new one."""
+
+    def __init__(self, preview: Preview):
+        super().__init__(
+            409,
+            "this action changed since its preview (its text, target thread, run or "
+            "connector): nothing was sent; read the new preview and confirm again",
+        )
+        self.preview = preview
+
+
+def selection_digest(tasks) -> str:
+    """What a bulk confirmation carries of its preview: the exact tasks it showed."""
+    pks = sorted(task.pk for task in tasks)
+    return hashlib.sha256(json.dumps(pks).encode()).hexdigest()[:32]
 
 
 # --- preview ------------------------------------------------------------------------
@@ -331,10 +365,12 @@ def do_request_action(
     message: str | None = None,
     reason: str | None = None,
     key: str | None = None,
+    previewed: str | None = None,
 ) -> tuple[Action, bool]:
     """Record an action and enqueue it; (action, created). The same idempotency key
     again returns the first action, however many requests race with it; a second
-    delivery of a run is refused (409)."""
+    delivery of a run is refused (409). `previewed`, the digest of the preview the
+    operator confirmed, must match what would be sent now (else PreviewChanged)."""
     if key is not None:
         check_key(key)
         existing = _action_with_key(key)
@@ -348,6 +384,8 @@ def do_request_action(
         if existing is not None:
             return _same_request(existing, task, kind), False
         raise ActionRefused(preview.status, preview.refusal)
+    if previewed is not None and previewed != preview.digest:
+        raise PreviewChanged(preview)
     now = clock.now()
     action = Action(
         task=task,

@@ -1,6 +1,7 @@
 """One action on many tasks from the list: the selected ones, or every task matching
 the list's filters. A preview shows the count and what each task would get; the
-confirmation carries that count, and nothing is done if the tasks changed meanwhile."""
+confirmation carries the exact tasks it showed (their digest), and nothing is done if
+they changed meanwhile: the new preview is shown instead (409)."""
 
 from urllib.parse import urlencode
 
@@ -11,7 +12,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from supervisor.core.actions import BULK_LIMIT, KINDS, do_request_bulk, preview_action
+from supervisor.core.actions import (
+    BULK_LIMIT,
+    KINDS,
+    do_request_bulk,
+    preview_action,
+    selection_digest,
+)
 
 from . import page_data
 from .views import can_act
@@ -59,6 +66,10 @@ def bulk_action(request):
         return _back_to_list(params)
     if request.method == "POST":
         return _confirm(request, params, kind, tasks)
+    return _show_preview(request, params, kind, tasks)
+
+
+def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = False):
     rows = [{"task": t, "preview": preview_action(t, kind)} for t in tasks[:PREVIEW_ROWS]]
     return render(
         request,
@@ -72,20 +83,17 @@ def bulk_action(request):
             "allowed": sum(1 for r in rows if r["preview"].allowed),
             "scope": params.get("scope") or "selected",
             "pks": [t.pk for t in tasks],
+            "selection": selection_digest(tasks),
+            "changed": changed,
             "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
         },
+        status=409 if changed else 200,
     )
 
 
 def _confirm(request, params, kind: str, tasks: list):
-    expected = params.get("expected", "")
-    if not expected.isdigit() or int(expected) != len(tasks):
-        messages.error(
-            request,
-            f"The tasks changed since the preview ({len(tasks)} now, not {expected or '?'}); "
-            "nothing was done: preview again.",
-        )
-        return _back_to_list(params)
+    if params.get("selection") != selection_digest(tasks):
+        return _show_preview(request, params, kind, tasks, changed=True)
     outcome = do_request_bulk(
         tasks,
         kind,

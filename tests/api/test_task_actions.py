@@ -11,9 +11,10 @@ import pytest
 
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import Action
+from supervisor.core.models import Action, Task
 from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
+from tests.factories import make_tasks
 from tests.receiver import Receiver
 from tests.workers import celery_worker, purge_broker, wait_for
 
@@ -138,39 +139,97 @@ def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
     assert preview.status_code == 200, preview.content
     assert preview.json()["count"] == 1
     assert [s["task"] for s in preview.json()["sample"]] == [TASK]
+    assert [t["task"] for t in preview.json()["tasks"]] == [TASK]
+    selection = preview.json()["selection"]
     assert not Action.objects.exists()
 
-    stale = post(
-        client,
-        url,
-        {"kind": "deliver", "filter": {"flag": "stale_result"}, "confirm": True, "expected": 3},
-        acting.token,
-    )
-    assert stale.status_code == 409 and "matches 1" in stale.json()["error"]
-    done = post(
-        client,
-        url,
-        {
-            "kind": "deliver",
-            "filter": {"flag": "stale_result"},
-            "confirm": True,
-            "expected": 1,
-            "reason": "bulk",
-        },
-        acting.token,
-    )
+    confirm = {"kind": "deliver", "filter": {"flag": "stale_result"}, "confirm": True}
+    blind = post(client, url, confirm, acting.token)
+    assert blind.status_code == 400 and "selection" in blind.json()["error"]
+    stale = post(client, url, {**confirm, "selection": selection, "expected": 3}, acting.token)
+    assert stale.status_code == 409 and "1 now" in stale.json()["error"]
+    assert stale.json()["preview"]["selection"] == selection
+    done = post(client, url, {**confirm, "selection": selection, "reason": "bulk"}, acting.token)
     assert done.status_code == 200
     assert [a["task"] for a in done.json()["actions"]] == [TASK]
-    again = post(
-        client,
-        url,
-        {"kind": "deliver", "filter": {"flag": "stale_result"}, "confirm": True},
-        acting.token,
-    )
+    again = post(client, url, {**confirm, "selection": selection}, acting.token)
     assert again.json()["actions"] == [] and len(again.json()["refused"]) == 1
     everything = post(client, url, {"kind": "cancel", "filter": {}}, acting.token)
     assert everything.status_code == 400
     assert Action.objects.count() == 1
+
+
+AMENDED = "All checks green after a re-run. PR #812 is NOT ready: CI is red."
+
+
+def amend_latest_result(source) -> None:
+    """The child's last run reported again, later, with another text."""
+    apply_events(
+        source,
+        [
+            {
+                "id": "amended-run-4",
+                "type": "run.finished",
+                "at": "2026-11-05T23:05:00Z",
+                "data": {
+                    "thread": "thread:delegated-task:retry-port",
+                    "run": "thread:delegated-task:retry-port:run:4",
+                    "status": "completed",
+                    "summary": AMENDED,
+                },
+            }
+        ],
+    )
+
+
+def test_a_preview_answers_what_would_be_sent_and_its_digest(client, acting):
+    response = client.get(
+        actions_url(TASK) + "/preview",
+        {"kind": "deliver"},
+        headers={"Authorization": f"Bearer {acting.token}"},
+    )
+    body = response.json()
+    assert response.status_code == 200 and body["allowed"] is True
+    assert body["target_thread"] == "thread:parent-release" and body["text"].endswith("merge.")
+    confirmed = post(client, actions_url(TASK), {"kind": "deliver", "preview": body["preview"]},
+                     acting.token)  # fmt: skip
+    assert confirmed.status_code == 202
+    assert Action.objects.get().text == body["text"]
+
+
+def test_a_request_whose_preview_changed_is_refused_with_the_new_preview(client, acting):
+    headers = {"Authorization": f"Bearer {acting.token}"}
+    digest = client.get(actions_url(TASK) + "/preview", {"kind": "deliver"}, headers=headers)
+    amend_latest_result(acting)
+    response = post(
+        client, actions_url(TASK), {"kind": "deliver", "preview": digest.json()["preview"]},
+        acting.token,
+    )  # fmt: skip
+    assert response.status_code == 409
+    assert "changed since its preview" in response.json()["error"]
+    fresh = response.json()["preview"]
+    assert fresh["text"].endswith(AMENDED) and fresh["preview"] != digest.json()["preview"]
+    assert not Action.objects.exists()
+
+
+def test_a_bulk_confirm_refuses_other_tasks_of_the_same_count(client, acting):
+    url = "/api/v1/actions/bulk"
+    make_tasks(acting, 2, prefix="n", title="Nightly")
+    filter_ = {"q": "Nightly"}
+    preview = post(client, url, {"kind": "cancel", "filter": filter_}, acting.token).json()
+    assert preview["count"] == 2
+    # One leaves the filter and another comes in: the same count, other tasks.
+    Task.objects.filter(task_id="task:n0").update(title="Archived")
+    make_tasks(acting, 1, prefix="m", title="Nightly")
+    stale = post(
+        client, url,
+        {"kind": "cancel", "filter": filter_, "confirm": True, "selection": preview["selection"]},
+        acting.token,
+    )  # fmt: skip
+    assert stale.status_code == 409 and "other tasks" in stale.json()["error"]
+    assert stale.json()["preview"]["count"] == 2
+    assert {t["task"] for t in stale.json()["preview"]["tasks"]} == {"task:n1", "task:m0"}
+    assert not Action.objects.exists()
 
 
 def twenty_at_once(url: str, token: str, key: str | None = None) -> list[tuple[int, dict]]:

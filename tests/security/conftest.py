@@ -3,6 +3,7 @@
 import pytest
 from django.core import signing
 
+from supervisor.core.actions import preview_action, selection_digest
 from supervisor.core.models import DeadLetter, Flag, Task, Thread
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
@@ -37,6 +38,9 @@ def walk_objects(source, silent_source):  # noqa: F811
         "flag": silent.pk,
         "task": task.pk,
         "task_id": task.task_id,
+        # What the confirm forms carry of their previews.
+        "cancel_preview": preview_action(task, "cancel").digest,
+        "selection": selection_digest([task]),
         "thread": Thread.objects.filter(namespace_id=source.namespace_id).first().pk,
         "link": link_token(on_thread.pk),
         "bad_link": signing.TimestampSigner(salt="elsewhere").sign_object({"flag": 1}),

@@ -198,7 +198,7 @@ MATRIX = [
         "/tasks/{task}/actions/cancel/",
         "POST",
         {**ACTORS, OPERATOR: 302, ADMIN: 302},
-        {"reason": "matrix"},
+        {"reason": "matrix", "preview": "{cancel_preview}"},
     ),
     Row(
         "/tasks/bulk/",
@@ -210,7 +210,7 @@ MATRIX = [
         "/tasks/bulk/",
         "POST",
         {**ACTORS, OPERATOR: 302, ADMIN: 302},
-        {"kind": "cancel", "scope": "matching", "q": "t0", "expected": "1"},
+        {"kind": "cancel", "scope": "matching", "q": "t0", "selection": "{selection}"},
     ),
     # the API (contract §6): its OpenAPI document is public, it describes the contract
     Row("/api/v1/openapi.json", "GET", everyone(200)),
@@ -242,6 +242,14 @@ MATRIX = [
         scope="act",
     ),
     Row("/api/v1/tasks/task%3At0/actions", "GET", everyone(405)),
+    Row(
+        "/api/v1/tasks/task%3At0/actions/preview",
+        "GET",
+        api(200, "act", viewer=403, elsewhere=404),
+        {"kind": "continue"},
+        scope="act",
+    ),
+    Row("/api/v1/tasks/task%3At0/actions/preview", "POST", everyone(405)),
     Row(
         "/api/v1/tasks/task%3At0/actions",
         "POST",
@@ -296,6 +304,9 @@ def login(client, caller: str, row: Row, namespace: str) -> None:
 
 def send(client, row: Row, objects: dict):
     url = row.url.format(**objects)
+    # A value like "{selection}" is filled in from the objects, as the URL is.
+    data = {k: v.format(**objects) if isinstance(v, str) else v for k, v in row.data.items()}
+    row = Row(row.url, row.method, row.answers, data, row.scope, row.every_namespace)
     if row.method == "GET":
         return client.get(url, row.data)
     if url.startswith("/api/"):

@@ -15,6 +15,7 @@ from supervisor.core.models import Action, Task
 from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
+from tests.web.forms import confirm_form
 
 SECRET = "a-test-secret-of-some-length"
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
@@ -97,13 +98,15 @@ def test_the_preview_shows_the_exact_text_the_target_and_what_it_affects(operato
     assert not Action.objects.exists()
 
 
+def previewed(client, task, kind, **form) -> dict:
+    """The confirm form of `kind`'s preview page, filled in with `form`."""
+    return {**confirm_form(client.get(action_url(task, kind)).content.decode()), **form}
+
+
 def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
     task = fleet[STALE]
-    form = {
-        "key": "web-form-1",
-        "run": actions.preview_action(task, "deliver").run,
-        "reason": "stale result handed on",
-    }
+    form = previewed(operator_client, task, "deliver", reason="stale result handed on")
+    assert form["run"] == actions.preview_action(task, "deliver").run
     first = operator_client.post(action_url(task, "deliver"), form, follow=True)
     second = operator_client.post(action_url(task, "deliver"), form, follow=True)
     assert "Delivery queued" in first.content.decode()
@@ -127,7 +130,9 @@ def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
 
 def test_the_outcome_shows_on_the_page(operator_client, fleet, receiver):
     task = fleet[DUPLICATE]
-    operator_client.post(action_url(task, "cancel"), {"key": "k", "reason": "duplicate"})
+    operator_client.post(
+        action_url(task, "cancel"), previewed(operator_client, task, "cancel", reason="duplicate")
+    )
     receiver.refuse(status=422, body="no such run")
     action = Action.objects.get()
     assert actions.perform(action.pk) == "failed"
@@ -158,14 +163,15 @@ def test_bulk_preview_counts_the_matching_tasks_and_confirm_acts_on_each(operato
     page = operator_client.get(BULK, query)
     html = page.content.decode()
     assert page.status_code == 200 and "1 task" in html
-    assert 'name="expected" value="1"' in html and fleet[STALE].task_id in html
+    assert fleet[STALE].task_id in html
     assert not Action.objects.exists()
 
-    stale = operator_client.post(BULK, {**query, "expected": "2"}, follow=True)
-    assert "nothing was done" in stale.content.decode()
+    stale = operator_client.post(BULK, {**query, "selection": "not-what-was-shown"})
+    assert stale.status_code == 409 and "Nothing was done" in stale.content.decode()
     assert not Action.objects.exists()
 
-    done = operator_client.post(BULK, {**query, "expected": "1", "reason": "outage"}, follow=True)
+    form = {**confirm_form(html), "reason": "outage"}
+    done = operator_client.post(BULK, form, follow=True)
     assert "Queued 1 of 1" in done.content.decode()
     action = Action.objects.get()
     assert (action.task.task_id, action.kind, action.reason) == (STALE, "deliver", "outage")
@@ -180,7 +186,7 @@ def test_bulk_on_selected_tasks_says_which_are_refused(operator_client, fleet):
     }
     html = operator_client.get(BULK, picked).content.decode()
     assert "2 tasks" in html and html.count("refused:") == 1
-    done = operator_client.post(BULK, {**picked, "expected": "2"}, follow=True)
+    done = operator_client.post(BULK, confirm_form(html), follow=True)
     text = done.content.decode()
     assert "Queued 1 of 2" in text and "already delivered" in text
     assert sorted(Action.objects.values_list("task__task_id", flat=True)) == sorted(
