@@ -154,6 +154,8 @@ SECURE_CSP = {
     "connect-src": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
+    # No page needs <base>: an injected one cannot move relative links and scripts elsewhere.
+    "base-uri": [CSP.NONE],
 }
 
 ROOT_URLCONF = "supervisor.urls"

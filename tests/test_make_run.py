@@ -9,7 +9,7 @@ from tests.workers import wait_for
 def roles(processes: dict[int, str]) -> set[str]:
     found = set()
     for command in processes.values():
-        if " daphne " in f" {command} ":
+        if " supervisor.web_server " in f" {command} ":  # daphne, as up runs it
             found.add("web")
         elif " worker " in f" {command} ":
             found.add("worker")

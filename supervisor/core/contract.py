@@ -323,10 +323,17 @@ def parse_event(raw: Any) -> Event:
 
 
 def event_id_of(raw: Any) -> str | None:
-    """The id of a raw event if it has a usable one, for rejection reports."""
-    if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"]:
-        return storable(raw["id"][:200])
-    return None
+    """The id of a raw event if it has a usable one, for rejection reports: storable and
+    at most 200 characters (a dead letter's column), escapes counted and never cut."""
+    if not (isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"]):
+        return None
+    shown = ""
+    for char in raw["id"][:200]:
+        escaped = storable(char)  # six characters for a NUL or a lone surrogate
+        if len(shown) + len(escaped) > 200:
+            break
+        shown += escaped
+    return shown
 
 
 def event_json_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, Any]:

@@ -9,6 +9,7 @@ import apprise
 from django.conf import settings
 from django.core.mail import EmailMessage
 
+from .escaping import as_sent_to
 from .models import Channel
 
 KEY_HEADER = "X-Supervisor-Key"
@@ -34,10 +35,18 @@ def _send_apprise(channel: Channel, subject: str, body: str, timeout: float) -> 
     # The URL is a secret: errors name the channel, never the URL.
     if not target.add(channel.target):
         raise SendError(f"channel {channel.name}: Apprise cannot use this URL", retryable=False)
-    for plugin in target:  # Apprise's own timeouts (connect, read), bounded by ours
-        plugin.socket_connect_timeout = min(plugin.socket_connect_timeout or timeout, timeout)
-        plugin.socket_read_timeout = min(plugin.socket_read_timeout or timeout, timeout)
-    if not target.notify(title=subject, body=body):
+    accepted = True
+    for service in target:  # one URL may name several services, each with its format
+        # Apprise's own timeouts (connect, read), bounded by ours
+        service.socket_connect_timeout = min(service.socket_connect_timeout or timeout, timeout)
+        service.socket_read_timeout = min(service.socket_read_timeout or timeout, timeout)
+        one = apprise.Apprise()
+        one.add(service)
+        # The text is text, whatever the service renders (escaping.py).
+        title, text, body_format = as_sent_to(service, subject, body)
+        sent = one.notify(title=title, body=text, body_format=body_format)
+        accepted = bool(sent) and accepted
+    if not accepted:
         raise SendError(f"channel {channel.name}: the service did not accept the message")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote_plus
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -41,28 +42,69 @@ def connector_choices() -> list[tuple[str, str]]:
 # and a mark posted back keeps the stored value.
 SECRET_MARK = "********"
 _SECRET_NAME = re.compile(r"(?i)secret|token|password|passwd|authorization|api[-_]?key")
+# In a URL: the user and password before the host, and query values whose name sounds
+# like a credential (?token=, ?key=, ?sig=, ?X-Amz-Signature=, ...).
+_URL = re.compile(r"(?i)^[a-z][a-z0-9+.-]*://")
+_SECRET_PARAMETER = re.compile(
+    r"(?i)secret|token|pass|pwd|auth|key|sig|credential|session|jwt|bearer|code"
+)
 
 
 def masked(settings):
-    """The settings with every value under a secret-sounding name replaced by the mark."""
+    """The settings with every value under a secret-sounding name replaced by the mark,
+    and the credentials in every URL."""
     if not isinstance(settings, dict):
         return settings
-    return {
-        key: SECRET_MARK
-        if _SECRET_NAME.search(str(key)) and isinstance(value, str) and value
-        else masked(value)
-        for key, value in settings.items()
-    }
+    return {key: _masked_value(key, value) for key, value in settings.items()}
+
+
+def _masked_value(key, value):
+    if isinstance(value, dict):
+        return masked(value)
+    if not isinstance(value, str) or not value:
+        return value
+    if _SECRET_NAME.search(str(key)):
+        return SECRET_MARK
+    return masked_url(value) if _URL.match(value) else value
+
+
+def masked_url(url: str) -> str:
+    """`url` with its userinfo and secret-sounding query values replaced by the mark;
+    the rest (scheme, host, path, other parameters) as written."""
+    scheme, _, rest = url.partition("://")
+    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+    authority, rest = rest[:end], rest[end:]
+    if "@" in authority:
+        authority = f"{SECRET_MARK}@{authority.rsplit('@', 1)[1]}"
+    rest, hash_, fragment = rest.partition("#")
+    path, question, query = rest.partition("?")
+    if query:
+        query = "&".join(map(_masked_parameter, query.split("&")))
+    return f"{scheme}://{authority}{path}{question}{query}{hash_}{fragment}"
+
+
+def _masked_parameter(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    if value and _SECRET_PARAMETER.search(unquote_plus(name)):
+        return f"{name}{equals}{SECRET_MARK}"
+    return pair
 
 
 def _unmasked(posted, stored):
+    """The posted settings, with each value shown masked and posted back unchanged (a
+    mark, a URL with its credentials masked) taken from the stored settings."""
     if not isinstance(posted, dict):
         return posted
     stored = stored if isinstance(stored, dict) else {}
-    return {
-        key: stored.get(key, value) if value == SECRET_MARK else _unmasked(value, stored.get(key))
-        for key, value in posted.items()
-    }
+    kept = {}
+    for key, value in posted.items():
+        if isinstance(value, dict):
+            kept[key] = _unmasked(value, stored.get(key))
+        elif key in stored and value == _masked_value(key, stored[key]):
+            kept[key] = stored[key]
+        else:
+            kept[key] = value
+    return kept
 
 
 class ConnectorForm(AdminForm):

@@ -27,6 +27,7 @@ from ninja.errors import HttpError
 from supervisor.api.pagination import decode, encode
 from supervisor.connectors import registry
 from supervisor.connectors.base import ConnectorError, SettingsError
+from supervisor.core.contract import storable
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
 from supervisor.core.models import DeadLetter, Namespace, Source
 from supervisor.core.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
@@ -294,9 +295,10 @@ def dead_letters(request):
 
 
 def pretty_body(body: str) -> str:
-    """The body indented if it is JSON, else as it came."""
+    """The body indented if it is JSON, else as it came. A lone surrogate (or NUL) in it
+    stays the `\\ud800` escape it was stored as: decoded, no page could be encoded."""
     try:
-        return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+        return storable(json.dumps(json.loads(body), indent=2, ensure_ascii=False))
     except (json.JSONDecodeError, TypeError):
         return body
 

@@ -24,6 +24,15 @@ DEMO_SOURCE = "demo"
 DEMO_OUTAGE = "100:75"
 
 
+def web_command(python: str, host: str, port: int) -> list[str]:
+    """Daphne with its access log redacted (supervisor/web_server.py)."""
+    return [
+        *(python, "-m", "supervisor.web_server"),
+        *("-b", host, "-p", str(port)),
+        "supervisor.asgi:application",
+    ]
+
+
 class Command(BaseCommand):
     help = "Run Supervisor: web server, Celery worker and beat, on the configured settings."
 
@@ -38,16 +47,7 @@ class Command(BaseCommand):
         self._ensure_operator()
         python = sys.executable
         commands = {
-            "web": [
-                python,
-                "-m",
-                "daphne",
-                "-b",
-                host,
-                "-p",
-                str(port),
-                "supervisor.asgi:application",
-            ],
+            "web": web_command(python, host, port),
             "worker": [
                 python,
                 "-m",
