@@ -8,7 +8,7 @@ import pytest
 
 from supervisor.core.models import Flag
 from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
-from tests.conftest import OWN_SCENARIOS, CONTRACT_SCENARIOS
+from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS
 
 SCENARIOS = {path.stem: Scenario.load(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
 PERMUTATIONS = 50

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import OWN_SCENARIOS, CONTRACT_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
