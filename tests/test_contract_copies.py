@@ -36,4 +36,3 @@ def test_the_contract_text_is_the_originals_word_for_word(shared):
     assert CONTRACT_LINE in copy, "docs/event-contract.md lost the line above the original"
     below = copy.split(CONTRACT_LINE, 1)[1]
     assert below == (shared / "docs" / "event-contract.md").read_text()
-

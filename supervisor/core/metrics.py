@@ -20,7 +20,7 @@ from supervisor.notify.models import Notification
 
 from . import clock
 from .evaluate import OUT_OF_DATE
-from .models import Action, DeadLetter, Flag, Source, Task, Thread
+from .models import Action, DeadLetter, Flag, Source, SweepFailure, Task, Thread
 from .rules import RULES, source_silent
 
 # Every kind of flag the contract has; each shows in supervisor_flags_open, 0 when none.
@@ -49,7 +49,7 @@ def _seconds(now: datetime, then: datetime) -> float:
 
 
 def collect(now: datetime | None = None) -> list[Family]:
-    """Every family, read now: seven queries, whatever the numbers of rows."""
+    """Every family, read now: eight queries, whatever the numbers of rows."""
     now = now or clock.now()
     sources = list(
         Source.objects.order_by("name").values_list(
@@ -70,6 +70,7 @@ def collect(now: datetime | None = None) -> list[Family]:
         _notifications(),
         _source_ages(sources, now),
         _dead_letters(sources),
+        _sweep_failures(),
     ]
 
 
@@ -179,4 +180,21 @@ def _dead_letters(sources) -> Family:
         "gauge",
         "Rejected events kept for an operator to fix and replay, not replayed yet.",
         [({"source": name}, counts[pk]) for pk, name, *_ in sources],
+    )
+
+
+SWEEP_JOBS = ("sweep", "notify_sweep")
+SWEEP_SUBJECTS = ("task", "thread", "alert", "step")
+
+
+def _sweep_failures() -> Family:
+    counts = {(job, kind): 0 for job in SWEEP_JOBS for kind in SWEEP_SUBJECTS}
+    rows = SweepFailure.objects.order_by().values_list("job", "subject_type").annotate(n=Count("*"))
+    counts.update({(job, kind): n for job, kind, n in rows})
+    return Family(
+        "supervisor_sweep_failures",
+        "gauge",
+        "Subjects and steps whose last try in a sweep raised (each is tried again with "
+        "backoff while the sweep goes on; /admin/failures/ shows them), by job and type.",
+        [({"job": job, "subject": kind}, n) for (job, kind), n in counts.items()],
     )

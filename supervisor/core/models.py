@@ -299,6 +299,26 @@ class DeadLetter(models.Model):
         ]
 
 
+class SweepFailure(models.Model):
+    """A subject (task, thread, flag alert) or a step of a sweep that raised when it was
+    last tried. The rest of the sweep went on; this one is tried again with backoff,
+    shown to admins (/admin/failures/) and counted by /metrics, and the row goes when
+    it next works."""
+
+    job = models.CharField(max_length=40)  # sweep | notify_sweep
+    subject_type = models.CharField(max_length=10)  # task | thread | alert | step
+    subject_id = models.CharField(max_length=500)
+    namespace = models.ForeignKey(Namespace, null=True, on_delete=models.CASCADE)
+    # One row per (job, subject type, namespace, subject): nulls do not collide in a key.
+    key = models.CharField(max_length=600, unique=True)
+    error = models.TextField()  # its type and message, one line
+    traceback = models.TextField()
+    failures = models.IntegerField(default=1)  # in a row, since first_failed_at
+    first_failed_at = models.DateTimeField()
+    last_failed_at = models.DateTimeField()
+    retry_at = models.DateTimeField()  # not tried again before
+
+
 class Flag(models.Model):
     """One opening of a flag kind on a subject, kept with its history."""
 

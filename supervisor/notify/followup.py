@@ -11,15 +11,18 @@ from django.db import transaction
 from django.db.models import Q
 
 from supervisor.core.models import Flag
+from supervisor.core.sweep_failures import LOST_DATABASE, Failures
 
 from . import content
-from .grouping import held_until
+from .grouping import JOB, held_until
 from .models import FlagAlert, Notification
 from .outbox import do_enqueue_notification
 
 
-def follow_up(now: datetime, limit: int = 500) -> int:
-    """Write the re-notifications and escalations that are due; how many written."""
+def follow_up(now: datetime, limit: int = 500, failures: Failures | None = None) -> int:
+    """Write the re-notifications and escalations that are due; how many written. One
+    that cannot be written is recorded and waits out a backoff; the others go on."""
+    failures = failures or Failures(JOB, now)
     written = 0
     with transaction.atomic():
         due = list(
@@ -30,7 +33,22 @@ def follow_up(now: datetime, limit: int = 500) -> int:
             .order_by("pk")[:limit]
         )
         for alert in due:
-            written += _follow(alert, now)
+            subject = f"follow-up:{alert.pk}"
+            try:
+                with transaction.atomic():
+                    written += _follow(alert, now)
+            except LOST_DATABASE:
+                raise
+            except Exception as exc:
+                later = failures.record("alert", subject, exc).retry_at
+                FlagAlert.objects.filter(pk=alert.pk, renotify_at__lte=now).update(
+                    renotify_at=later
+                )
+                FlagAlert.objects.filter(pk=alert.pk, escalate_at__lte=now).update(
+                    escalate_at=later
+                )
+            else:
+                failures.worked("alert", [subject])
     return written
 
 

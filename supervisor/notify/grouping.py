@@ -13,11 +13,14 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from supervisor.core.models import Flag
+from supervisor.core.sweep_failures import LOST_DATABASE, Failures
 
 from . import content
 from .models import FlagAlert, Notification, Route
 from .outbox import do_enqueue_notification
 from .routing import quiet_until, routes_for
+
+JOB = "notify_sweep"  # the failures of alert sweeps are recorded under it
 
 
 def flag_opened(flag: Flag, now: datetime) -> int:
@@ -44,8 +47,11 @@ def group_key(kind: str, channel_pk: int, flag_pks: list[int]) -> str:
     return f"{kind}:c{channel_pk}:g{digest}"
 
 
-def close_windows(now: datetime) -> int:
-    """Turn the waiting alerts whose window closed into messages; how many written."""
+def close_windows(now: datetime, failures: Failures | None = None) -> int:
+    """Turn the waiting alerts whose window closed into messages; how many written. A
+    channel's message that cannot be written is recorded and its alerts wait out a
+    backoff; the other channels' go on."""
+    failures = failures or Failures(JOB, now)
     written = 0
     with transaction.atomic():
         due = list(
@@ -66,18 +72,34 @@ def close_windows(now: datetime) -> int:
                 alert.save(update_fields=["due_at"])
                 continue
             by_channel[alert.route.channel_id].append(alert)
-        for alerts in by_channel.values():
-            flags = list({a.flag.pk: a.flag for a in alerts}.values())
-            kind = Notification.OPENED if len(flags) == 1 else Notification.GROUPED
-            channel = alerts[0].route.channel
-            pks = [f.pk for f in flags]
-            note = do_enqueue_notification(
-                group_key(kind, channel.pk, pks), channel, kind, pks, content.for_flags(flags), now
-            )
-            written += note is not None
-            for alert in alerts:
-                _mark_notified(alert, now)
+        for channel_pk, alerts in by_channel.items():
+            subject = f"window:channel:{channel_pk}"
+            try:
+                with transaction.atomic():
+                    written += _write_window(alerts, now)
+            except LOST_DATABASE:
+                raise
+            except Exception as exc:
+                failure = failures.record("alert", subject, exc)
+                FlagAlert.objects.filter(pk__in=[a.pk for a in alerts]).update(
+                    due_at=failure.retry_at
+                )
+            else:
+                failures.worked("alert", [subject])
     return written
+
+
+def _write_window(alerts: list[FlagAlert], now: datetime) -> int:
+    flags = list({a.flag.pk: a.flag for a in alerts}.values())
+    kind = Notification.OPENED if len(flags) == 1 else Notification.GROUPED
+    channel = alerts[0].route.channel
+    pks = [f.pk for f in flags]
+    note = do_enqueue_notification(
+        group_key(kind, channel.pk, pks), channel, kind, pks, content.for_flags(flags), now
+    )
+    for alert in alerts:
+        _mark_notified(alert, now)
+    return note is not None
 
 
 def held_until(route: Route, flag: Flag, now: datetime) -> datetime | None:

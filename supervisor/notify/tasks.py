@@ -6,10 +6,11 @@ from __future__ import annotations
 from celery import shared_task
 
 from supervisor.core import clock
+from supervisor.core.sweep_failures import Failures
 
 from . import outbox
 from .followup import follow_up
-from .grouping import close_windows
+from .grouping import JOB, close_windows
 
 
 @shared_task(name="supervisor.notify_send", acks_late=True, soft_time_limit=60, time_limit=90)
@@ -23,5 +24,14 @@ def notify_sweep() -> int:
 
 
 def sweep(now) -> int:
-    """One pass: windows that closed, follow-ups that are due, the unsent outbox."""
-    return close_windows(now) + follow_up(now) + outbox.requeue_due_notifications(now)
+    """One pass: windows that closed, follow-ups that are due, the unsent outbox. A step
+    that raises is recorded and the next steps still run."""
+    failures = Failures(JOB, now)
+    written = 0
+    with failures.isolated("step", "close_windows"):
+        written += close_windows(now, failures)
+    with failures.isolated("step", "follow_up"):
+        written += follow_up(now, failures=failures)
+    with failures.isolated("step", "requeue_due_notifications"):
+        written += outbox.requeue_due_notifications(now)
+    return written

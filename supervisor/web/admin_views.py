@@ -1,4 +1,5 @@
-"""Admin pages: sources and their tokens, users and their roles, dead letters.
+"""Admin pages: sources and their tokens, users and their roles, dead letters, and what
+the sweeps could not do.
 
 Every page needs a login with the core.administer permission (the admin role); anyone
 else logged in gets 403. Forms post and then redirect with a message, except where a
@@ -29,7 +30,7 @@ from supervisor.connectors import registry
 from supervisor.connectors.base import ConnectorError, SettingsError
 from supervisor.core.contract import storable
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
-from supervisor.core.models import DeadLetter, Namespace, Source
+from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread
 from supervisor.core.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
 from supervisor.core.sources import (
     do_add_source,
@@ -344,3 +345,36 @@ def dead_letter_replay(request, pk: int):
         f"{result.duplicates} already received.",
     )
     return redirect(reverse("web:admin-dead-letter", args=[letter.pk]))
+
+
+@administer_required
+@require_safe
+def sweep_failures(request):
+    """Subjects and steps a sweep could not do, the oldest failure first, each with a
+    link to its subject where it has a page."""
+    failures = list(
+        SweepFailure.objects.select_related("namespace").order_by("first_failed_at", "pk")[:200]
+    )
+    pages = _subject_pages(failures)
+    rows = [
+        {"failure": f, "page": pages.get((f.subject_type, f.namespace_id, f.subject_id))}
+        for f in failures
+    ]
+    return render(request, "web/admin/failures.html", {"nav": "failures", "rows": rows})
+
+
+def _subject_pages(failures) -> dict:
+    """(type, namespace, id) -> the URL of the task's or thread's page."""
+    pages = {}
+    for model, kind, key, view in (
+        (Task, "task", "task_id", "web:task-detail"),
+        (Thread, "thread", "thread_id", "web:thread"),
+    ):
+        wanted = Q(pk__in=[])
+        for f in failures:
+            if f.subject_type == kind:
+                wanted |= Q(namespace_id=f.namespace_id, **{key: f.subject_id})
+        rows = model.objects.filter(wanted).values_list("pk", "namespace_id", key)
+        for pk, ns, subject_id in rows:
+            pages[(kind, ns, subject_id)] = reverse(view, args=[pk])
+    return pages

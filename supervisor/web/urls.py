@@ -33,4 +33,5 @@ urlpatterns = [
         admin.dead_letter_replay,
         name="admin-dead-letter-replay",
     ),
+    path("admin/failures/", admin.sweep_failures, name="admin-failures"),
 ]

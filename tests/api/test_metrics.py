@@ -149,6 +149,7 @@ def test_the_body_is_the_prometheus_text_format(client, source, scraper):
         "supervisor_notifications": "gauge",
         "supervisor_source_last_event_age_seconds": "gauge",
         "supervisor_dead_letters": "gauge",
+        "supervisor_sweep_failures": "gauge",
     }
     assert all(f["help"] for f in families.values())
 

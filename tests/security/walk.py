@@ -145,6 +145,9 @@ MATRIX = [
     Row("/admin/dead-letters/{dead}/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     Row("/admin/dead-letters/{dead}/replay/", "GET", {**ADMIN_ONLY, ADMIN: 405}),
     Row("/admin/dead-letters/{dead}/replay/", "POST", {**ADMIN_ONLY, ADMIN: 200}),
+    # admin: what the sweeps could not do
+    Row("/admin/failures/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
+    Row("/admin/failures/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     # admin: alert channels, routes and the notification outbox
     Row("/admin/channels/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
     Row("/admin/channels/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
