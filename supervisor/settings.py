@@ -113,6 +113,10 @@ if env("SECURE_PROXY_SSL_HEADER"):
         "HTTP_" + env("SECURE_PROXY_SSL_HEADER").upper().replace("-", "_"),
         "https",
     )
+# The reverse proxies in front, for the client's address (the failed-log-in limit):
+# how many there are, or their addresses and networks; unset, X-Forwarded-For is ignored
+# (supervisor/client_address.py).
+SUPERVISOR_TRUSTED_PROXIES = env("SUPERVISOR_TRUSTED_PROXIES", "")
 SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
 
 INSTALLED_APPS = [

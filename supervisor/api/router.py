@@ -1,4 +1,5 @@
-"""The JSON API of contract §6, with its OpenAPI document at /api/v1/openapi.json."""
+"""The JSON API of contract §6, with its OpenAPI document at /api/v1/openapi.json and
+the browsable page of it at /api/v1/docs."""
 
 from django.http import Http404, JsonResponse
 from django.views.decorators.http import require_safe
@@ -9,6 +10,7 @@ from supervisor.core.contract import event_json_schemas
 from supervisor.unavailable import UNAVAILABLE, unavailable_response
 
 from . import actions, converters, events, flags, tasks  # noqa: F401 - converters registers
+from .docs import ReadersDocs
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -25,9 +27,11 @@ api = SupervisorAPI(
     title="Supervisor",
     version="1",
     urls_namespace="api",
-    # No Swagger page: it loads scripts from a CDN, which the CSP refuses anyway. The
-    # document itself is public (it describes the contract, holds no data), GET only.
-    docs_url=None,
+    # The document is public (it describes the contract, holds no data); its page, Swagger
+    # UI served from static/vendor (ninja's own loads a CDN the CSP refuses), is for
+    # readers only (docs.py). GET and HEAD only.
+    docs=ReadersDocs(),
+    docs_url="/docs",
     docs_decorator=require_safe,
     description="Events in, flags out: see docs/event-contract.md.",
 )

@@ -218,6 +218,9 @@ MATRIX = [
     # the API (contract §6): its OpenAPI document is public, it describes the contract
     Row("/api/v1/openapi.json", "GET", everyone(200)),
     Row("/api/v1/openapi.json", "POST", everyone(405)),
+    # its browsable page is for readers: a stranger's browser is sent to log in
+    Row("/api/v1/docs", "GET", {**api(200, "read"), ANONYMOUS: LOGIN}, scope="read"),
+    Row("/api/v1/docs", "POST", everyone(405)),
     Row("/api/v1/", "GET", everyone(404)),  # ninja's root: only there to name the prefix
     Row("/api/v1/", "POST", everyone(404)),
     Row("/api/v1/no/such/path", "GET", everyone(404)),  # a JSON 404, whoever asks
