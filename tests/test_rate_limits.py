@@ -67,8 +67,14 @@ def ann(db):
     return get_user_model().objects.create_user("ann", password="right-password-1")
 
 
-def _log_in(client, username, password, address="10.0.0.1"):
-    return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=address)
+def _log_in(client, username, password, address="10.0.0.1", forwarded=None):
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    return client.post(
+        "/login/",
+        {"username": username, "password": password},
+        REMOTE_ADDR=address,
+        headers=headers,
+    )
 
 
 @override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
@@ -98,6 +104,37 @@ def test_successful_log_ins_are_not_counted(client, ann):
     for _ in range(6):
         assert _log_in(client, "ann", "right-password-1").status_code == 302
         client.logout()
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS, SUPERVISOR_TRUSTED_PROXIES="")
+def test_without_a_trusted_proxy_a_rotated_x_forwarded_for_is_ignored(client, ann):
+    statuses = [
+        _log_in(client, "ann", "wrong", forwarded=f"203.0.113.{n}").status_code for n in range(5)
+    ]
+    assert statuses == [200, 200, 200, 429, 429]
+
+
+@pytest.mark.parametrize("proxies", ["1", "10.0.0.1"])
+def test_behind_a_trusted_proxy_the_limit_keys_on_the_address_it_saw(client, ann, proxies):
+    # The proxy (10.0.0.1) appends the client's address to what the client sent.
+    with override_settings(SUPERVISOR_RATE_LIMITS=LIMITS, SUPERVISOR_TRUSTED_PROXIES=proxies):
+        statuses = [
+            _log_in(client, "ann", "wrong", forwarded=f"6.6.6.{n}, 203.0.113.9").status_code
+            for n in range(5)
+        ]
+        assert statuses == [200, 200, 200, 429, 429]
+        # Another client behind the same proxy is not refused for it.
+        other = _log_in(client, "ann", "right-password-1", forwarded="6.6.6.6, 203.0.113.10")
+        assert other.status_code == 302
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS, SUPERVISOR_TRUSTED_PROXIES="10.0.0.1")
+def test_a_peer_that_is_not_a_listed_proxy_is_the_client_whatever_it_forwards(client, ann):
+    statuses = [
+        _log_in(client, "ann", "wrong", address="198.51.100.4", forwarded=f"203.0.113.{n}")
+        for n in range(5)
+    ]
+    assert [s.status_code for s in statuses] == [200, 200, 200, 429, 429]
 
 
 # --- ingest ------------------------------------------------------------------------------
@@ -171,3 +208,21 @@ def test_a_bad_rate_or_cache_is_named_by_the_system_check():
         problems = {p.id: p.msg for p in check_supervisor_settings(None)}
     assert "SUPERVISOR_LOGIN_RATE='five'" in problems["supervisor.E006"]
     assert "CACHE_URL must be redis://" in problems["supervisor.E007"]
+
+
+@pytest.mark.parametrize("value", ["", "0", "2", "127.0.0.1, ::1", "10.0.0.0/8"])
+def test_a_good_trusted_proxies_value_passes_the_system_check(value):
+    from supervisor.core.checks import check_supervisor_settings
+
+    with override_settings(SUPERVISOR_TRUSTED_PROXIES=value):
+        assert "supervisor.E008" not in {p.id for p in check_supervisor_settings(None)}
+
+
+def test_a_bad_trusted_proxies_value_is_named_by_the_system_check():
+    from supervisor.core.checks import check_supervisor_settings
+
+    with override_settings(SUPERVISOR_TRUSTED_PROXIES="127.0.0.1, proxy.example.com"):
+        problems = {p.id: p.msg for p in check_supervisor_settings(None)}
+    message = problems["supervisor.E008"]
+    assert "SUPERVISOR_TRUSTED_PROXIES='127.0.0.1, proxy.example.com'" in message
+    assert "'proxy.example.com' is not an IP address or network" in message

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from supervisor import rate_limit
+from supervisor import client_address, rate_limit
 
 
 @register()
@@ -61,6 +61,10 @@ def check_supervisor_settings(app_configs, **kwargs):
             rate_limit.configured(kind)
         except ImproperlyConfigured as exc:
             problems.append(Error(str(exc), id="supervisor.E006"))
+    try:
+        client_address.trusted_proxies()
+    except ImproperlyConfigured as exc:
+        problems.append(Error(str(exc), id="supervisor.E008"))
     cache = settings.CACHE_URL
     if cache and urlsplit(cache).scheme not in {"redis", "rediss"}:
         problems.append(

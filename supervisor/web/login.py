@@ -1,16 +1,14 @@
 """The log-in page, with failed log-ins limited per address and account, and per address.
 
 Only failures count, so a team behind one address logging in all day is not refused;
-a refusal says how long to wait and is not itself counted.
+a refusal says how long to wait and is not itself counted. The address is the client's
+as the trusted proxies saw it (client_address.py), never one the client wrote itself.
 """
 
 from django.contrib.auth.views import LoginView
 
 from supervisor import rate_limit
-
-
-def _address(request) -> str:
-    return request.META.get("REMOTE_ADDR") or "unknown"
+from supervisor.client_address import client_address
 
 
 def _account(request) -> str:
@@ -22,7 +20,7 @@ class RateLimitedLoginView(LoginView):
     http_method_names = ["get", "head", "post", "options"]
 
     def _limits(self):
-        address = _address(self.request)
+        address = client_address(self.request)
         return [
             ("login", f"{address}|{_account(self.request)}", rate_limit.configured("login")),
             ("login_address", address, rate_limit.configured("login_address")),
