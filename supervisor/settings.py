@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "supervisor.core",
     "supervisor.web",
     "supervisor.notify",
+    "supervisor.live",
 ]
 
 MIDDLEWARE = [

@@ -4,12 +4,23 @@ A page connects to /ws/live/?view=VIEW&id=PK and sends {"resume": LAST_CHANGE_ID
 every (re)connection; the consumer then sends each change after that id, one frame per
 change, then live ones: nothing is missed and nothing is sent twice. Frames re-read the
 state and render the same template partials the pages use.
+
+The socket follows its session: it re-reads it when told through the user's group
+(signals.py), and before a frame when its last read is older than session.RECHECK (5 s).
+Once the session has ended the socket is closed with 4401 and sent nothing more; after
+a role change its frames carry the action forms the new role allows.
+
+Numbers from the client (query `id` and `after`, message `resume`) are ids: a decimal
+integer in 0..2**63-1 (the database's bigint); anything else closes the socket with
+4400. A message that is not a JSON object with `resume` is ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -19,34 +30,56 @@ from . import groups
 from .notes import notes_after
 from .relay import relay
 from .rendering import render_note
+from .session import session_digest, session_reads
 
 VIEWS = {"overview", "list", "task", "thread"}
 RESUME_WAIT = 2.0  # seconds to wait for the page's resume message before going live
+ID_MAX = 2**63 - 1  # the database's bigint
+ID_DIGITS = re.compile(r"[0-9]{1,19}")
+MESSAGE_MAX = 1024  # characters; the page sends {"resume": N}
+SESSION_ENDED, BAD_REQUEST = 4401, 4400
+
+
+def query_id(value: str) -> int | None:
+    """An id from the query string: ASCII digits only (int() also takes "+1", " 1",
+    "1_0" and other scripts' digits), within the bigint."""
+    if not ID_DIGITS.fullmatch(value):
+        return None
+    number = int(value)
+    return number if number <= ID_MAX else None
+
+
+def message_id(value) -> int | None:
+    """An id from a JSON message: an integer (not a float, not a bool) within the bigint."""
+    if type(value) is not int or not 0 <= value <= ID_MAX:
+        return None
+    return value
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
+    ended = False  # the session ended: closed with 4401, nothing more is sent
+
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+            await self.close(code=SESSION_ENDED)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
+        # Latin-1 maps every byte: a stray one is a bad id below, not a UnicodeDecodeError.
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.view = (query.get("view") or ["list"])[0]
-        try:
-            self.subject = int((query.get("id") or ["0"])[0])
-            after = query.get("after")
-            after = int(after[0]) if after else None
-        except ValueError:
-            await self.close(code=4400)
+        self.subject = query_id((query.get("id") or ["0"])[0])
+        given_after = query.get("after")
+        after = query_id(given_after[0]) if given_after else None
+        if self.view not in VIEWS or self.subject is None or (given_after and after is None):
+            await self.close(code=BAD_REQUEST)
             return
-        if self.view not in VIEWS:
-            await self.close(code=4400)
-            return
+        self.session_key = self.scope["session"].session_key
         self.can_act = await database_sync_to_async(user.has_perm)("core.act")
+        self.session_read_at = time.monotonic()  # the middleware has just read it
         self.cursor: int | None = None
         self.live = False
         self.waiting: list[dict] = []
-        self.groups_joined = [self._group()]
+        self.groups_joined = [self._group(), groups.user(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -66,27 +99,67 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return groups.EVERYTHING
 
     async def disconnect(self, code):
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self._leave_groups()
         timer = getattr(self, "_go_live_later", None)
         if timer is not None:
             timer.cancel()
 
+    async def _leave_groups(self) -> None:
+        joined, self.groups_joined = getattr(self, "groups_joined", []), []
+        for group in joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
     async def receive(self, text_data=None, bytes_data=None):
+        if self.ended or text_data is None:
+            return
+        if len(text_data) > MESSAGE_MAX:
+            await self.close(code=BAD_REQUEST)
+            return
         try:
-            message = json.loads(text_data or "{}")
-            after = int(message["resume"])
-        except (ValueError, KeyError, TypeError):
+            message = json.loads(text_data)
+        except ValueError:  # also a number past Python's digit limit
+            return
+        if not isinstance(message, dict) or "resume" not in message:
             return  # the page sends nothing else; ignore what is not a resume
+        after = message_id(message["resume"])
+        if after is None:
+            await self.close(code=BAD_REQUEST)
+            return
         timer = getattr(self, "_go_live_later", None)
         if timer is not None:
             timer.cancel()
         await self.resume(after)
 
+    async def session_check(self, event: dict) -> None:
+        """Sent to the user's group when the session may have ended or the role changed."""
+        if self.ended:
+            return
+        if event.get("ended") and event["ended"] == session_digest(self.session_key):
+            await self.end_session()  # this session logged out: nothing to read
+            return
+        await self.read_session(event.get("check"))
+
+    async def read_session(self, check: str | None = None) -> bool:
+        """Re-read what the session grants; False (and the socket closed) once it ended."""
+        grant = await session_reads.grant(self.session_key, check)
+        self.session_read_at = time.monotonic()
+        if grant is None:
+            await self.end_session()
+            return False
+        self.can_act = grant.can_act
+        return True
+
+    async def end_session(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        await self._leave_groups()
+        await self.close(code=SESSION_ENDED)
+
     async def resume(self, after: int) -> None:
         """Send every change after `after` that concerns this page, then go live."""
         start = max(after, self.cursor or 0)
-        while True:
+        while not self.ended:
             notes = await database_sync_to_async(notes_after)(start)
             for note in notes:
                 await self.push(note)
@@ -109,8 +182,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.push(note)
 
     async def push(self, note: dict) -> None:
+        if self.ended:
+            return
         if self.cursor is not None and note["id"] <= self.cursor:
             return  # already sent (a resume and the live stream overlap)
+        # The safety net for a session changed where no message reaches this process.
+        if (
+            time.monotonic() - self.session_read_at >= session_reads.recheck
+            and not await self.read_session()
+        ):
+            return
         self.cursor = note["id"]
         html = await database_sync_to_async(render_note)(
             note, self.view, self.subject, self.can_act

@@ -9,3 +9,8 @@ def task(task_pk: int) -> str:
 
 def thread(thread_pk: int) -> str:
     return f"live.thread.{thread_pk}"
+
+
+def user(user_pk: int) -> str:
+    """Every socket of a user: told to re-read its session when that may have changed."""
+    return f"live.user.{user_pk}"

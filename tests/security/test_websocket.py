@@ -2,7 +2,12 @@
 
 A missing Origin is refused: browsers always send one on a WebSocket handshake, so a
 handshake without it is a script or a tool, and only a session cookie would vouch for
-it; Channels' AllowedHostsOriginValidator refuses it before the session is read.
+it; supervisor/live/origin.py refuses it before the session is read.
+
+Our origin is the scheme, host and port of the socket's own Host header (or one of
+CSRF_TRUSTED_ORIGINS), with the host in ALLOWED_HOSTS. WebsocketCommunicator sends no
+Host header: then our origin is an allowed host on the port the server listens on (the
+scope's server, else PORT: 8000 in the tests), which is what ORIGIN says.
 """
 
 import pytest
@@ -23,8 +28,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 PATH = "/ws/live/?view=list"
 
 
-async def connects(headers, path=PATH) -> tuple[bool, int | None]:
-    communicator = WebsocketCommunicator(application, path, headers=list(headers))
+async def connects(headers, path=PATH, **scope) -> tuple[bool, int | None]:
+    """Whether the handshake is accepted; `scope` adds what a server would put there
+    (`scheme`, `server`)."""
+
+    async def app(base_scope, receive, send):
+        return await application({**base_scope, **scope}, receive, send)
+
+    communicator = WebsocketCommunicator(app, path, headers=list(headers))
     connected, code = await communicator.connect()
     if connected:
         await communicator.disconnect()
@@ -101,3 +112,97 @@ async def test_a_viewer_s_socket_gets_no_action_forms(cookie, source):
     assert "Acknowledge" not in frames
     assert 'method="post"' not in frames.lower()
     assert "csrfmiddlewaretoken" not in frames
+
+
+def origin(value: str) -> tuple[bytes, bytes]:
+    return (b"origin", value.encode())
+
+
+def host(value: str) -> tuple[bytes, bytes]:
+    return (b"host", value.encode())
+
+
+@pytest.mark.parametrize(
+    "other", ["http://127.0.0.1:9999", "http://localhost:9999", "http://127.0.0.1"]
+)
+async def test_our_host_on_another_port_is_refused(cookie, other):
+    assert await connects([origin(other), cookie]) == (False, 4403)
+    assert await connects([origin(other), host("127.0.0.1:8000"), cookie]) == (False, 4403)
+
+
+@pytest.mark.parametrize("other", ["https://127.0.0.1:8000", "https://localhost:8000"])
+async def test_our_host_and_port_on_the_other_scheme_is_refused(cookie, other):
+    assert await connects([origin(other), cookie]) == (False, 4403)
+    assert await connects([origin(other), host(other.split("//")[1]), cookie]) == (False, 4403)
+
+
+async def test_the_host_header_names_our_origin(cookie):
+    assert (await connects([origin("http://localhost:9999"), host("localhost:9999"), cookie]))[0]
+    assert (await connects([origin("http://[::1]:8000"), host("[::1]:8000"), cookie]))[0]
+    refused = [origin("http://localhost:8000"), host("127.0.0.1:8000"), cookie]
+    assert await connects(refused) == (False, 4403)
+
+
+async def test_a_host_outside_allowed_hosts_is_refused_even_as_our_own(cookie):
+    headers = [origin("http://evil.example:8000"), host("evil.example:8000"), cookie]
+    assert await connects(headers) == (False, 4403)
+
+
+async def test_without_a_host_header_the_server_s_port_is_ours(cookie):
+    server = ["127.0.0.1", 9000]
+    assert (await connects([origin("http://127.0.0.1:9000"), cookie], server=server))[0]
+    assert await connects([ORIGIN, cookie], server=server) == (False, 4403)
+
+
+async def test_a_wss_socket_s_origin_is_https(cookie):
+    assert (await connects([origin("https://127.0.0.1:8000"), cookie], scheme="wss"))[0]
+    assert await connects([ORIGIN, cookie], scheme="wss") == (False, 4403)
+
+
+async def test_with_supervisor_https_our_origin_is_https(cookie, settings):
+    settings.HTTPS = True
+    settings.ALLOWED_HOSTS = ["supervisor.example.com"]
+    ours = host("supervisor.example.com")
+    assert (await connects([origin("https://supervisor.example.com"), ours, cookie]))[0]
+    plain = [origin("http://supervisor.example.com"), ours, cookie]
+    assert await connects(plain) == (False, 4403)
+
+
+async def test_behind_a_tls_proxy_its_header_says_the_scheme(cookie, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ALLOWED_HOSTS = ["supervisor.example.com"]
+    ours = host("supervisor.example.com")
+    secure = (b"x-forwarded-proto", b"https")
+    assert (await connects([origin("https://supervisor.example.com"), ours, secure, cookie]))[0]
+    plain = [origin("http://supervisor.example.com"), ours, secure, cookie]
+    assert await connects(plain) == (False, 4403)
+    unproxied = [origin("https://supervisor.example.com"), ours, cookie]
+    assert await connects(unproxied) == (False, 4403)
+
+
+async def test_a_trusted_origin_is_accepted_when_its_host_is_allowed(cookie, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://dash.example.com", "https://*.teams.example"]
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "dash.example.com", ".teams.example"]
+    proxied = host("127.0.0.1:8000")  # a proxy that passes its own Host
+    assert (await connects([origin("https://dash.example.com"), proxied, cookie]))[0]
+    assert (await connects([origin("https://ops.teams.example"), proxied, cookie]))[0]
+    for other in ["http://dash.example.com", "https://dash.example.com:8443"]:
+        assert await connects([origin(other), proxied, cookie]) == (False, 4403)
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    assert await connects([origin("https://dash.example.com"), proxied, cookie]) == (False, 4403)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [ORIGIN, origin("https://evil.example")],
+        [origin("https://evil.example"), ORIGIN],
+        [origin("http://127.0.0.1:8000/")],
+        [origin("http://op@127.0.0.1:8000")],
+        [origin("HTTP://127.0.0.1:8000 ")],
+        [origin("http://127.0.0.1:99999")],
+        [ORIGIN, host("127.0.0.1:8000"), host("evil.example")],
+    ],
+)
+async def test_an_ambiguous_or_malformed_origin_is_refused(cookie, headers):
+    assert await connects([*headers, cookie]) == (False, 4403)
