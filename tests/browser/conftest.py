@@ -29,6 +29,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Permission
 
+from supervisor.core.management.commands.up import web_command
 from supervisor.core.models import Flag, Task, Thread
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import ROOT, celery_worker, purge_broker, test_database_env, wait_for
@@ -121,16 +122,7 @@ class LiveApp:
 
 def _start_daphne(port: int) -> tuple[subprocess.Popen, Path]:
     log = Path(settings.VAR_DIR) / f"daphne-{uuid.uuid4().hex[:8]}.log"
-    command = [
-        sys.executable,
-        "-m",
-        "daphne",
-        "-b",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "supervisor.asgi:application",
-    ]
+    command = web_command(sys.executable, "127.0.0.1", port)  # as `manage.py up` runs it
     env = {**os.environ, **test_database_env()}
     with log.open("w") as out:
         web = subprocess.Popen(

@@ -24,6 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from bench.launch import free_port, group_pids  # the benchmarks start processes the same way
+from supervisor.core.management.commands.up import web_command
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -339,10 +340,9 @@ class Stack:
         return proc
 
     def start_web(self, timeout: float = 60) -> subprocess.Popen:
-        """daphne, as `manage.py up` starts it; returns once it answers HTTP."""
+        """The web server, as `manage.py up` starts it; returns once it answers HTTP."""
         name = f"web-{sum(n.startswith('web') for n in self.procs) + 1}"
-        command = [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-        proc = self._spawn(name, [*command, "supervisor.asgi:application"])
+        proc = self._spawn(name, web_command(PYTHON, "127.0.0.1", self.port))
 
         def answers() -> bool:
             if proc.poll() is not None:
