@@ -145,15 +145,37 @@
     if (wrapper) wrapper.send(JSON.stringify({ resume: lastChange }));
   }
 
+  function sessionEnded() {
+    // The server closed the socket because the session ended (a log-out in another tab,
+    // the account deactivated): polling would only fetch the log-in page into this one.
+    stopPolling();
+    var slot = $("#connection-status");
+    if (!slot) return;
+    slot.textContent = "";
+    var p = document.createElement("p");
+    p.className = "banner";
+    p.setAttribute("role", "alert");
+    p.textContent = "Your session has ended, so live updates have stopped. ";
+    var link = document.createElement("a");
+    link.href = "/login/?next=" + encodeURIComponent(window.location.pathname + window.location.search);
+    link.textContent = "Log in again";
+    p.appendChild(link);
+    slot.appendChild(p);
+  }
+
   function socketClosed(event) {
     if (!$("#live")) return;
     socketDown = true;
+    var detail = event.detail || {};
+    var code = detail.event && detail.event.code;
+    if (code === 4401) {
+      sessionEnded();
+      return;
+    }
     setBanner("Live updates are interrupted: reconnecting. Meanwhile this page refreshes every 30 seconds.");
     startPolling();
     // ws.js reconnects by itself after abnormal closes; a server going away (restart,
     // deploy) closes with 1001, which it does not retry: retry that too.
-    var detail = event.detail || {};
-    var code = detail.event && detail.event.code;
     if (code === 1001 && detail.socketWrapper) {
       window.setTimeout(function () {
         if (socketDown && $("#live")) detail.socketWrapper.reconnect();

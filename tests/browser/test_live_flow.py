@@ -159,3 +159,26 @@ def test_a_dropped_socket_shows_the_banner_then_resumes(new_page, live_app, acti
         expect(row.locator(".flag", has_text=kind)).to_have_count(1, timeout=30_000)
     expect(banner).to_have_count(0)
     assert page.evaluate("window.__notReloaded") is True
+
+
+def test_a_log_out_in_another_tab_ends_the_live_page_with_a_way_back(
+    new_page, live_app, acting_user, source
+):
+    page = new_page("light")
+    log_in(page, acting_user, "/tasks/")
+    wait_for_socket(page)
+    other = page.context.new_page()  # the same browser, so the same session
+    other.goto("/")
+    other.get_by_role("button", name="Log out").click()
+    other.wait_for_url("**/login/**")
+    banner = page.locator("#connection-status .banner")
+    expect(banner).to_contain_text("Your session has ended", timeout=15_000)
+    link = banner.get_by_role("link", name="Log in again")
+    expect(link).to_have_attribute("href", "/login/?next=%2Ftasks%2F")
+    expect(page.locator("html")).not_to_have_attribute("data-test-socket", "open")
+    # No poll swaps the log-in page into this one.
+    page.wait_for_timeout(1_000)
+    expect(page.locator("#task-rows")).to_be_visible()
+    link.click()
+    page.wait_for_url("**/login/?next=%2Ftasks%2F")
+    expect(page.get_by_label("User name")).to_be_visible()
