@@ -27,7 +27,7 @@ router = Router(tags=["flags"], auth=readers())
 
 @router.get(
     "/flags",
-    response={200: dict, **errors()},
+    response={200: dict, **errors(404)},
     summary="List flags of tasks, threads and sources, newest first",
 )
 def list_flags(

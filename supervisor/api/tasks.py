@@ -52,7 +52,7 @@ def open_flag_kinds(tasks) -> dict[int, list[str]]:
     return kinds
 
 
-@router.get("/tasks", response={200: dict, **errors()}, summary="List tasks, newest first")
+@router.get("/tasks", response={200: dict, **errors(404)}, summary="List tasks, newest first")
 def list_tasks(
     request: HttpRequest,
     flag: Text | None = None,
