@@ -16,6 +16,7 @@ from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 from tests.receiver import Receiver
+from tests.web.test_confirm_what_was_previewed import AMENDED, amend_latest_result
 from tests.workers import celery_worker, purge_broker, wait_for
 
 SECRET = "a-test-secret-of-some-length"
@@ -157,29 +158,6 @@ def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
     everything = post(client, url, {"kind": "cancel", "filter": {}}, acting.token)
     assert everything.status_code == 400
     assert Action.objects.count() == 1
-
-
-AMENDED = "All checks green after a re-run. PR #812 is NOT ready: CI is red."
-
-
-def amend_latest_result(source) -> None:
-    """The child's last run reported again, later, with another text."""
-    apply_events(
-        source,
-        [
-            {
-                "id": "amended-run-4",
-                "type": "run.finished",
-                "at": "2026-11-05T23:05:00Z",
-                "data": {
-                    "thread": "thread:delegated-task:retry-port",
-                    "run": "thread:delegated-task:retry-port:run:4",
-                    "status": "completed",
-                    "summary": AMENDED,
-                },
-            }
-        ],
-    )
 
 
 def test_a_preview_answers_what_would_be_sent_and_its_digest(client, acting):
