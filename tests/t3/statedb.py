@@ -200,9 +200,12 @@ class FakeT3:
             "runtimeMode": "full-access",
             "interactionMode": "default",
             "activeProviderThreadId": None,
-            "parentThreadId": parent,
-            "relationshipToParent": relationship,
-            "rootThreadId": parent or thread_id,
+            # As T3 writes it: the parent link is nested (J contracts, and the kit's rows).
+            "lineage": {
+                "parentThreadId": parent,
+                "relationshipToParent": relationship,
+                "rootThreadId": parent or thread_id,
+            },
             "createdAt": created_at or at,
             "updatedAt": at,
             "archivedAt": None,

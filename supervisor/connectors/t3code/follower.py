@@ -326,6 +326,13 @@ class Follower:
                     "context_transfers", "type = 'subagent_result'" if typed else ""
                 ),
                 "texts": db.last_assistant_texts(),
+                # Errors of failed runs, and commands that may have outlived their run.
+                "turn_items": db.payloads(
+                    "turn_items",
+                    "type IN ('error', 'command_execution')"
+                    if db.schema.has("turn_items", "type")
+                    else "",
+                ),
             }
         # Told by entity rather than by kind, so that an import's chunks each create
         # and complete their rows instead of updating the previous chunk's one by one.

@@ -14,11 +14,17 @@ follower keeps beside its cursor) and says what changed in the contract's words
 - a message with a `notification` is a wake (`wake.queued`), carrying for a task the
   text handed to the parent (the subagent's `result`, else the notice's `detail`); a
   command or monitor notice names no item, so it is matched to the roster entry that
-  left just before (and whose description its text names);
+  left just before (and whose description its text names). Builds before that field
+  mark a wake only by who wrote it (`createdBy: agent`, `creationSource: server` or
+  `provider`); a task's names the task id in its text;
+- on builds without a roster, a `command_execution` item still running when its run
+  finishes is that run's background work (`background.started` by the item's run,
+  told when the run finishes; `background.finished` when the item ends);
 - a run is `run.requested` with the trigger of the message that started it (a notice:
-  `wake`; the child's first run: `delegation`), `run.started`, `run.finished` with its
-  last assistant text; the run a notice started, or the run it was steered into, is
-  where that wake was delivered;
+  `wake`; the child's first run: `delegation`), `run.started`, `run.finished` with T3's
+  own choice of its text (the latest non-empty assistant message) and, when it failed,
+  the error T3 wrote as an `error` turn item. A wake is delivered when the run it
+  started starts (a queued run may never start), or when it is steered into a run;
 - a `subagent_result` context transfer names the task's result run, and for a task whose
   result went back in the tool call (`wait`) it is the delivery itself.
 
@@ -54,8 +60,21 @@ THREAD_TYPES = frozenset(
         "thread.provider-switched",
     }
 )
+# Known to carry nothing a supervisor needs (facts §3): skipped quietly, never "unknown".
 IGNORED_TYPES = frozenset(
     {
+        "thread.settled",
+        "thread.unsettled",
+        "thread.snoozed",
+        "thread.unsnoozed",
+        "thread.pinned",
+        "thread.unpinned",
+        "thread.auto-settle-set",
+        "thread.pin-reordered",
+        "thread.active-reordered",
+        "thread.visited",
+        "thread.marked-unread",
+        "thread.pull-request-synced",
         "run-attempt.created",
         "run-attempt.updated",
         "node.updated",
@@ -71,6 +90,8 @@ IGNORED_TYPES = frozenset(
         "context-handoff.updated",
     }
 )
+# Families T3 grows (attempts, sessions, checkpoints): any member is known and skipped.
+IGNORED_PREFIXES = ("run-attempt.", "provider-session.", "checkpoint")
 
 RUN_FINISHED = {
     "completed": "completed",
@@ -162,6 +183,10 @@ class Mapper:
             "texts",
             "pending",
             "transfers",
+            "errors",
+            "commands",
+            "ended",
+            "rostered",
         ):
             self.memory.setdefault(section, {})
         self.env = env
@@ -172,6 +197,7 @@ class Mapper:
         self.unknown_values = 0  # values outside T3's known enumerations
         self.unknown: Counter[str] = Counter()
         self._started_by: set[str] = set()  # an import: messages that started a run
+        self._run_ends: dict[str, str] = {}  # an import: finished runs' completedAt
         self._importing = False
         # Indexes over memory, built when first needed and kept up as it changes.
         self._rosters_by_thread: dict[str, set[str]] | None = None
@@ -211,8 +237,10 @@ class Mapper:
         elif kind in ("context-transfer.created", "context-transfer.updated"):
             self.transfer(row.payload, row.occurred_at)
         elif kind == "turn-item.updated":
-            self.activity(row.payload, row.occurred_at)
-        elif kind in IGNORED_TYPES:
+            self.turn_item(row.payload, row.occurred_at)
+        elif kind == "run.background-work-cancelled":
+            self.work_cancelled(row.payload, row.occurred_at, row.stream_id)
+        elif kind in IGNORED_TYPES or (kind or "").startswith(IGNORED_PREFIXES):
             self.skipped += 1
         else:
             self._unknown_row(f"event_type:{kind}")
@@ -227,6 +255,7 @@ class Mapper:
         runs: list,
         transfers: list,
         texts: dict[str, tuple[str, str]],
+        turn_items: list = (),
     ) -> list[dict]:
         """The projections' current state as if each entity had just been seen whole:
         the same ids as following would give the same facts."""
@@ -244,6 +273,19 @@ class Mapper:
         for payload in provider_threads:
             self._guard(self.roster, payload)
         self._importing = True
+        # Errors and commands before the messages: a command still running (or ended
+        # after) when its run had finished was background work of that run, and the
+        # continuation that woke the thread for it names it only by its text.
+        self._run_ends = {
+            _text(p.get("id")): _text(p.get("completedAt"))
+            for p in runs
+            if isinstance(p, dict) and p.get("status") in RUN_FINISHED
+        }
+        for payload in sorted(
+            (p for p in turn_items if isinstance(p, dict)),
+            key=lambda p: _text(p.get("startedAt")) or _text(p.get("updatedAt")),
+        ):
+            self._guard(self.turn_item, payload)
         self._started_by = {
             p["userMessageId"] for p in runs if isinstance(p, dict) and p.get("userMessageId")
         }
@@ -262,7 +304,12 @@ class Mapper:
             (p for p in transfers if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
         ):
             self._guard(self.transfer, payload)
-        self._started_by, self._importing = set(), False
+        self._started_by, self._importing, self._run_ends = set(), False, {}
+        self.memory["errors"] = {
+            run_id: error
+            for run_id, error in self.memory["errors"].items()
+            if run_id in self.memory["runs"]
+        }
         # Texts of runs still under way stay; the others were used.
         self.memory["texts"] = {
             run_id: value
@@ -290,7 +337,9 @@ class Mapper:
         if at is None:
             return
         title = p.get("title") if isinstance(p.get("title"), str) else None
-        parent = p.get("parentThreadId") if isinstance(p.get("parentThreadId"), str) else None
+        # The parent link is nested: no build writes a top-level `parentThreadId`.
+        lineage = p.get("lineage") if isinstance(p.get("lineage"), dict) else {}
+        parent = _first_text(lineage.get("parentThreadId"))
         provider = _first_text(p.get("providerInstanceId"), p.get("defaultProvider"))
         selection = p.get("modelSelection")
         model = _text(selection.get("model")) or None if isinstance(selection, dict) else None
@@ -467,6 +516,10 @@ class Mapper:
         at = self._at(p.get("updatedAt"), occurred)
         if at is None:
             return
+        if "pendingBackgroundTasks" in p and thread not in self.memory["rostered"]:
+            # This build lists background work: its roster, not command items, tells it.
+            self.memory["rostered"][thread] = 1
+            _bound(self.memory["rostered"], KEEP_RUNS)
         entries = self._entries(p.get("pendingBackgroundTasks"))
         run = _text(run) or None
         natives_by_child = {
@@ -547,18 +600,22 @@ class Mapper:
         run = _text(p.get("runId")) or None
         if role == "assistant":
             if run and run in self.memory["runs"]:
-                created = _text(p.get("createdAt"))
                 text = p.get("text") if isinstance(p.get("text"), str) else ""
-                last = self.memory["texts"].get(run)
-                if last is None or created >= last[0]:
-                    self.memory["texts"][run] = [created, text]
+                self._text_of(run, _text(p.get("updatedAt")) or _text(p.get("createdAt")), text)
                 self.activity(p, occurred)
             return
         entry = self._remember(p, message_id, thread, role, run, occurred)
         if entry is None:
             return
-        # A notice given a run that no run was started by was steered into that run.
-        steered = isinstance(entry, list) and run and entry[0] and not entry[1]
+        # A notice given a run that another message started was steered into that run
+        # (a run not seen yet may be the notice's own, queued: its row tells).
+        known_run = self.memory["runs"].get(run) if run else None
+        steered = (
+            isinstance(entry, list)
+            and entry[0]
+            and not entry[1]
+            and (self._importing or (known_run is not None and known_run.get("requested")))
+        )
         if steered and message_id not in self._started_by:
             at = self._at(p.get("updatedAt"), occurred)
             if at is not None:
@@ -582,6 +639,8 @@ class Mapper:
         if entry is not None:
             return entry
         notification = p.get("notification")
+        if not isinstance(notification, dict) and role == "user":
+            notification = legacy_notification(p)
         if isinstance(notification, dict):
             entry = [self.notice(p, notification, thread, occurred), 0]
         elif role == "user":
@@ -728,6 +787,8 @@ class Mapper:
         if not run_id or not thread or ordinal is None:
             self._unknown_value("run.id")
             return
+        if run_id in self.memory["ended"]:
+            return  # told once: a later rewrite (a rollback, say) changes nothing here
         runs = self.memory["runs"]
         known = runs.get(run_id)
         if known is None:
@@ -740,13 +801,18 @@ class Mapper:
         if not known["started"] and started and status != "rolled_back":
             at = self._at(started)
             if at is not None:
-                known["started"] = True
+                known["started"], known["started_at"] = True, at
                 self._emit("run.started", (run_id,), at, {"thread": thread, "run": run_id})
-        if status in RUN_FINISHED:
+                self._deliver(run_id, known, at)
+        if status in RUN_FINISHED or status == "rolled_back":
             at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
             if at is None:
                 return
             text = self._final_text(run_id)
+            # T3 writes a failed run's error as an error turn item, not as its text.
+            error = self.memory["errors"].pop(run_id, None)
+            if status == "failed" and error is None and text:
+                error = text
             self._emit(
                 "run.finished",
                 (run_id,),
@@ -754,18 +820,21 @@ class Mapper:
                 {
                     "thread": thread,
                     "run": run_id,
-                    "status": RUN_FINISHED[status],
-                    "summary": text,
-                    # A failed run's error text is its last message.
-                    "error": text if status == "failed" and text else None,
+                    # Rolled back before it ended: undone, as a cancel is.
+                    "status": RUN_FINISHED.get(status, "cancelled"),
+                    "summary": text or (error if status == "failed" else None) or "",
+                    "error": error if status == "failed" else None,
                 },
             )
+            known.pop("wakes", None)  # ended without starting: its wakes never arrived
+            self._promote(run_id, thread)
+            self.memory["ended"][run_id] = 1
+            _bound(self.memory["ended"], KEEP_RUNS)
             if known["requested"]:
                 del runs[run_id]
             else:
                 known["finished"] = True  # forgotten once its start message is read
-        elif status != "rolled_back" and status not in RUN_UNDER_WAY:
-            # rolled_back: undone, neither finished nor failed; the contract has no word.
+        elif status not in RUN_UNDER_WAY:
             self._unknown_value(f"run.status:{status}")
 
     def _request(self, run_id, thread, ordinal, p, occurred, known) -> None:
@@ -791,7 +860,15 @@ class Mapper:
             at,
             {"thread": thread, "run": run_id, "ordinal": ordinal, "trigger": trigger},
         )
-        for wake in wakes:
+        if wakes:
+            known["wakes"] = wakes
+            if known.get("started"):
+                self._deliver(run_id, known, known.get("started_at") or at)
+
+    def _deliver(self, run_id: str, known: dict, at: str) -> None:
+        """A wake reaches the run it queued when that run starts, not when it is queued
+        (a queued run can be cancelled, held, or never start)."""
+        for wake in known.pop("wakes", None) or ():
             self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": run_id})
 
     def _trigger(self, thread: str, ordinal: int, start: str | None):
@@ -830,12 +907,124 @@ class Mapper:
             return {"kind": "delegation", "task": task}, []  # the prompt started it
         return {"kind": "message"}, []
 
+    def _text_of(self, run: str, when: str, text: str) -> None:
+        """T3's choice of a run's result: its latest non-empty assistant text."""
+        last = self.memory["texts"].get(run)
+        if last is None or (text.strip() and (not last[1].strip() or when >= last[0])):
+            self.memory["texts"][run] = [when, text]
+
     def _final_text(self, run_id: str) -> str:
         last = self.memory["texts"].pop(run_id, None)
         if last is not None:
             return last[1]
         text = self.lookup.last_assistant_text(run_id) if self.lookup else None
         return text or ""
+
+    # --- turn items: errors, commands that outlive their run, activity --------------
+
+    def turn_item(self, p: dict, occurred: str | None) -> None:
+        kind, run = p.get("type"), _text(p.get("runId"))
+        if kind == "error" and run:
+            failure = p.get("failure") if isinstance(p.get("failure"), dict) else {}
+            message = _text(failure.get("message")) or _text(p.get("title"))
+            if message:
+                self.memory["errors"][run] = message
+                _bound(self.memory["errors"], KEEP_RUNS)
+        elif kind == "command_execution" and run:
+            self.command(p, run, occurred)
+        elif kind == "assistant_message" and run in self.memory["runs"]:
+            # A build that writes replies as items only: the item is the run's text.
+            text = _text(p.get("text"))
+            if text and run not in self.memory["texts"]:
+                self._text_of(run, _text(p.get("updatedAt")), text)
+        self.activity(p, occurred)
+
+    def command(self, p: dict, run: str, occurred: str | None) -> None:
+        """A command item of a run is background work when it outlives the run: T3 (and
+        the provider) then wake the thread when it ends, by a continuation that names no
+        item, so the item is told when its run finishes and matched to that wake."""
+        item_key, thread = _text(p.get("id")), _text(p.get("threadId"))
+        if not item_key or not thread:
+            return
+        commands = self.memory["commands"]
+        status = p.get("status")
+        final = status in ITEM_FINISHED
+        known = commands.get(item_key)
+        label = _first_line(p.get("input")) or _text(p.get("title")) or None
+        if known is None:
+            outlived = False
+            if self._importing and run in self._run_ends:
+                outlived = not final or _text(p.get("completedAt")) > self._run_ends[run]
+                if not outlived:
+                    return
+            elif final:
+                return  # began and ended inside its run (or before this follower)
+            else:
+                outlived = run in self.memory["ended"]  # started once its run was over
+            started = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
+            if started is None:
+                return
+            known = commands[item_key] = [thread, run, label, started, 0]
+            _bound(commands, KEEP_RUNS)
+            if outlived:
+                self._promote_one(item_key, known)
+        if final:
+            del commands[item_key]
+            if known[4]:
+                at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
+                if at is None:
+                    return
+                item = item_id(thread, item_key)
+                self._emit(
+                    "background.finished",
+                    (item,),
+                    at,
+                    {"thread": thread, "item": item, "status": ITEM_FINISHED[status]},
+                )
+                self._departed(thread, item, "command", label, None, at)
+
+    def _promote(self, run_id: str, thread: str) -> None:
+        for item_key, known in list(self.memory["commands"].items()):
+            if known[1] == run_id and not known[4]:
+                self._promote_one(item_key, known)
+
+    def _promote_one(self, item_key: str, known: list) -> None:
+        thread, run, label, started, _ = known
+        if thread in self.memory["rostered"]:
+            return  # the roster's entry stands for this work
+        known[4] = 1
+        item = item_id(thread, item_key)
+        self._emit(
+            "background.started",
+            (item,),
+            started,
+            {"thread": thread, "item": item, "kind": "command", "run": run, "label": label},
+        )
+
+    def work_cancelled(self, p: dict, occurred: str | None, thread: str | None = None) -> None:
+        """Restart recovery cancelled work listed on a run (newer builds): each listed
+        roster entry still known is finished, cancelled."""
+        work = p.get("restartCancelledBackgroundWork")
+        thread = thread or _text(p.get("threadId"))
+        at = self._at(p.get("updatedAt"), occurred)
+        if not isinstance(work, list) or not thread or at is None:
+            self.skipped += 1
+            return
+        for entry in work:
+            task_id = _text(entry.get("id")) if isinstance(entry, dict) else ""
+            for provider_thread in list(self._rosters_of(thread)):
+                roster = self.memory["rosters"].get(provider_thread)
+                if not roster or task_id not in roster["tasks"]:
+                    continue
+                kind, description, child = roster["tasks"].pop(task_id)
+                item = item_id(thread, task_id)
+                self._emit(
+                    "background.finished",
+                    (item,),
+                    at,
+                    {"thread": thread, "item": item, "status": "cancelled"},
+                )
+                self._departed(thread, item, kind, description, child, at)
 
     def activity(self, p: dict, occurred: str | None) -> None:
         """Output of a run under way (a message, a tool call): at most one per 30 s."""
@@ -988,6 +1177,37 @@ def coalesced(events: list[dict]) -> list[dict]:
     if not ended:
         return events
     return [e for e in events if e["type"] != "run.activity" or e["data"]["run"] not in ended]
+
+
+# Builds before `notification` (J, P006): a wake is a user message the server or the
+# provider wrote as the agent (command `provider-continuation:…`); a task's names its id.
+TASK_WAKE = re.compile(r"^Delegated tasks? ")
+TASK_ID_IN_TEXT = re.compile(r"taskId (\S+?)(?= |\.?$)")
+TASK_IDS_LISTED = re.compile(r"^Delegated tasks? (.+?) reached terminal states?\.")
+LEGACY_OUTCOME = re.compile(r"\b(completed|ended with status (\w+))\b")
+
+
+def legacy_notification(p: dict) -> dict | None:
+    """The `notification` a newer build would have written on this message, or None
+    when it is not a wake."""
+    if p.get("createdBy") != "agent" or p.get("creationSource") not in ("server", "provider"):
+        return None
+    text = _text(p.get("text")).strip()
+    if p.get("creationSource") == "server":
+        if not TASK_WAKE.match(text):
+            return None  # a restart continuation ("Continue where you left off.")
+        task_ids = TASK_ID_IN_TEXT.findall(text)
+        listed = TASK_IDS_LISTED.match(text)
+        if listed and not task_ids:
+            task_ids = [t.strip() for t in listed.group(1).split(",")]
+        source = {"kind": "delegated_task", "taskIds": list(dict.fromkeys(task_ids))}
+    else:
+        source = {"kind": "background_task"}
+    found = LEGACY_OUTCOME.search(text)
+    outcome = (found.group(2) or found.group(1)) if found else "unknown"
+    if outcome not in WAKE_OUTCOMES:
+        outcome = "cancelled" if outcome == "interrupted" else "unknown"
+    return {"source": source, "outcome": outcome, "summary": text}
 
 
 def _waits(p: dict) -> bool | None:

@@ -91,6 +91,13 @@ PROJECTIONS: dict[str, tuple[str, frozenset[str]]] = {
             "message_id thread_id run_id node_id role streaming created_at updated_at payload_json"
         ),
     ),
+    "turn_items": (
+        "orchestration_v2_projection_turn_items",
+        _columns_named(
+            "turn_item_id thread_id run_id node_id provider_thread_id provider_turn_id "
+            "parent_item_id ordinal type status updated_at payload_json"
+        ),
+    ),
     "context_transfers": (
         "orchestration_v2_projection_context_transfers",
         _columns_named(
@@ -386,21 +393,22 @@ class StateDB:
         if not {"run_id", "role", "payload_json"} <= cols:
             return None
         table = PROJECTIONS["messages"][0]
-        order = "created_at DESC" if "created_at" in cols else "rowid DESC"
-        row = self.retry(
+        when = next((c for c in ("updated_at", "created_at") if c in cols), "rowid")
+        rows = self.retry(
             lambda: (
                 self.open()
                 .execute(
                     f'SELECT payload_json FROM "{table}" WHERE run_id = ? AND role = ? '
-                    f"ORDER BY {order} LIMIT 1",
+                    f"ORDER BY {when} DESC",
                     (run_id, "assistant"),
                 )
-                .fetchone()
+                .fetchall()
             )
         )
-        payload = None if row is None else _json(row[0])
-        text = payload.get("text") if isinstance(payload, dict) else None
-        return text if isinstance(text, str) else None
+        # T3's choice: the latest non-empty text (an empty one only when all are).
+        texts = [_message_text(payload) for (payload,) in rows]
+        texts = [text for text in texts if text is not None]
+        return next((text for text in texts if text.strip()), texts[0] if texts else None)
 
     def last_assistant_texts(self) -> dict[str, tuple[str, str]]:
         """run id -> (created_at, text) of each run's last assistant message (an import)."""
@@ -408,24 +416,35 @@ class StateDB:
         if not {"run_id", "role", "payload_json", "created_at"} <= cols:
             return {}
         table = PROJECTIONS["messages"][0]
-        # SQLite returns the other columns of the row that has the MAX.
+        when = "updated_at" if "updated_at" in cols else "created_at"
+        # T3's choice per run: the latest non-empty text. Ordered by (non-empty, time),
+        # the last row of each run is the one.
         rows = self.retry(
             lambda: (
                 self.open()
                 .execute(
-                    f'SELECT run_id, MAX(created_at), payload_json FROM "{table}" '
-                    "WHERE role = 'assistant' AND run_id IS NOT NULL GROUP BY run_id"
+                    f'SELECT run_id, {when}, payload_json FROM "{table}" '
+                    "WHERE role = 'assistant' AND run_id IS NOT NULL "
+                    f"ORDER BY run_id, {when}"
                 )
                 .fetchall()
             )
         )
-        texts = {}
-        for run_id, created, payload in rows:
-            payload = _json(payload)
-            text = payload.get("text") if isinstance(payload, dict) else None
-            if isinstance(text, str):
-                texts[run_id] = (created or "", text)
+        texts: dict[str, tuple[str, str]] = {}
+        for run_id, when_at, payload in rows:
+            text = _message_text(payload)
+            if text is None:
+                continue
+            last = texts.get(run_id)
+            if last is None or text.strip() or not last[1].strip():
+                texts[run_id] = (when_at or "", text)
         return texts
+
+
+def _message_text(payload: Any) -> str | None:
+    payload = _json(payload)
+    text = payload.get("text") if isinstance(payload, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _inode(path: Path) -> int | None:
