@@ -251,7 +251,12 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     open_kinds = sorted(
         task.flags.filter(
             state="open",
-            kind__in=("stale_result", "undelivered_result", "premature_completion"),
+            kind__in=(
+                "stale_result",
+                "undelivered_result",
+                "premature_completion",
+                "never_delivered",
+            ),
         ).values_list("kind", flat=True)
     )
     if open_kinds:

@@ -96,6 +96,10 @@ class TaskReported(Data):
     result_run: Id | None = None
     error: Text = None
     pending_child_runs: StrictBool | None = None
+    # A compatible extension (issue 18): "wake" says the orchestrator hands T's result to
+    # the parent only by a wake (a read or a tool call's return told as one), so that a
+    # terminal report no wake follows is a result that never reached the parent.
+    delivery: Literal["wake"] | None = None
 
 
 class Trigger(Data):

@@ -320,6 +320,7 @@ class Mirror:
             result_run_id=data.result_run,
             error=data.error,
             pending_child_runs=data.pending_child_runs,
+            delivery=data.delivery,
         )
         self.reports.append(report)
         if _newer(event.at, event.id, task.reported_at, task.report_event):

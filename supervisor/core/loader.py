@@ -49,6 +49,7 @@ REPORT_COLUMNS = {
     "result_run": "result_run_id",
     "error": "error",
     "pending_child_runs": "pending_child_runs",
+    "delivery": "delivery",
 }
 RUN_COLUMNS = {
     "id": "run_id",
@@ -144,7 +145,7 @@ def load_for_task(task: Task) -> Snapshot:
 
 def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str]) -> Snapshot:
     """The part of a namespace that the rules read for these subjects: each task's child
-    thread (runs, items, wakes), the wakes to its parent, the tasks delegated from its
+    thread (runs, items, wakes), the runs of and wakes to its parent, the tasks delegated from its
     child thread or beside it from its parent, the tasks its wakes name; for each thread,
     its wakes and rejections and the tasks those wakes concern."""
     ns = Q(namespace_id=namespace_id)
@@ -177,7 +178,9 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     )
     # Runs of the subjects' child threads, and of the siblings that may be the same
     # work delegated earlier (duplicate_delegation); the other tasks are read without.
-    run_threads = set(children)
+    # The parents' runs too: a parent with no run under way will take nothing
+    # (never_delivered).
+    run_threads = set(children) | parents
     for child, parent, title in (
         Task.objects.filter(tasks)
         .exclude(child_thread=None)

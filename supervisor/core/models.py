@@ -168,6 +168,7 @@ class TaskReport(models.Model):
     result_run_id = models.CharField(max_length=500, null=True)
     error = models.TextField(null=True)
     pending_child_runs = models.BooleanField(null=True)
+    delivery = models.CharField(max_length=10, null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="report_unique")]

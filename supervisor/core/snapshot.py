@@ -49,6 +49,7 @@ class ReportView:
     result_run: str | None = None
     error: str | None = None
     pending_child_runs: bool | None = None
+    delivery: str | None = None  # "wake": the result reaches the parent only by a wake
 
     @property
     def terminal(self) -> bool:

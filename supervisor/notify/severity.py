@@ -11,6 +11,8 @@ SEVERITY = {
     "stale_result": CRITICAL,
     # A newer result exists and the parent never got it.
     "undelivered_result": CRITICAL,
+    # The result exists and nothing will bring it: the parent waits for good.
+    "never_delivered": CRITICAL,
     # Called done while owned work still ran: the parent has a partial answer.
     "premature_completion": CRITICAL,
     # Reported failed while the child works on: the parent may redo or drop the work.

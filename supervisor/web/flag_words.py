@@ -38,6 +38,13 @@ WORDS = {
         "Deliver the latest result to the parent.",
         DELIVER,
     ),
+    "never_delivered": FlagWords(
+        "Result never delivered",
+        "The task finished, no text of it reached the parent, and nothing will wake the "
+        "parent to take it.",
+        "Deliver the result to the parent.",
+        DELIVER,
+    ),
     "transient_failure": FlagWords(
         "Failed on a passing fault",
         "The task was reported failed on what reads as a provider or network hiccup.",

@@ -406,6 +406,7 @@ class Mapper:
         if mapped in TERMINAL and result is not None:
             known["result"] = result
         if mapped == known["status"]:
+            self._read(task_id, p, known, occurred)
             return
         final = mapped in TERMINAL
         at = self._at(p.get("completedAt") if final else None, p.get("updatedAt"), occurred)
@@ -413,6 +414,36 @@ class Mapper:
             return
         known["status"] = mapped
         self._report(task_id, known, mapped, at, key=(task_id, mapped, at))
+        self._read(task_id, p, known, occurred)
+
+    def _read(self, task_id: str, p: dict, known: dict, occurred: str | None) -> None:
+        """A terminal result the parent read (`task_status`, or a `wait` returning it)
+        is acknowledged by T3 with the parent run that observed it: that is a delivery
+        of that text to that run, told as a wake (P006, Z32; J has no such record)."""
+        delivery = p.get("completionDelivery")
+        if not isinstance(delivery, dict) or delivery.get("state") != "acknowledged":
+            return
+        if known["status"] not in TERMINAL or known.get("read"):
+            return
+        at = self._at(p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        known["read"] = 1
+        observed = _text(delivery.get("observedByRunId")) or None
+        wake = f"{task_id}:read"
+        self._emit(
+            "wake.queued",
+            (wake,),
+            at,
+            {
+                "wake": wake,
+                "thread": known["parent"],
+                "source": {"kind": "task", "task": task_id, "thread": known["child"]},
+                "summary": known["result"],
+                "outcome": known["status"] if known["status"] in WAKE_OUTCOMES else None,
+            },
+        )
+        self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": observed})
 
     def _delegated(self, task_id: str, p: dict, known: dict) -> None:
         mode = known["waits"]
@@ -445,6 +476,8 @@ class Mapper:
                 "status": status,
                 "summary": known["result"] if final else None,
                 "result_run": known["result_run"] if final else None,
+                # T3 hands a result only by a wake, a read or the wait call's return.
+                "delivery": "wake" if final else None,
             },
         )
 
@@ -828,7 +861,7 @@ class Mapper:
             )
             known.pop("wakes", None)  # ended without starting: its wakes never arrived
             self._promote(run_id, thread)
-            self.memory["ended"][run_id] = 1
+            self.memory["ended"][run_id] = at
             _bound(self.memory["ended"], KEEP_RUNS)
             if known["requested"]:
                 del runs[run_id]
@@ -1081,6 +1114,11 @@ class Mapper:
             # the task went back in the tool call.
             waits = target_run == known["run"]
         if not waits:
+            return
+        ended = self.memory["ended"].get(target_run)
+        if isinstance(ended, str) and ended < at:
+            # The delegating run ended before the result: the blocking call died (the
+            # client's ~5 minute limit), so the tool call handed nothing.
             return
         text = known["result"] or _text(p.get("summary")) or _text(p.get("text")) or None
         status = known["status"]

@@ -8,6 +8,7 @@ KINDS = {
     "premature_completion",
     "stale_result",
     "undelivered_result",
+    "never_delivered",
     "failed_while_running",
     "transient_failure",
     "duplicate_delegation",

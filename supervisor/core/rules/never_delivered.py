@@ -1,0 +1,73 @@
+"""never_delivered: T's result is terminal, and no text of T has reached the parent
+while nothing will bring it (no run of the parent thread is unfinished).
+
+Judged only on tasks whose orchestrator says it hands results by wakes alone
+(`delivery: "wake"` on the report): elsewhere a terminal report is itself the handing
+(contract §4). T3 caps completion wakes per cohort, and a wait-mode call can die before
+its result: such a result stays `pending` for good while the parent sits idle."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ..ownership import judged_tasks
+from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
+KIND = "never_delivered"
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    due = [_due(snap, settings, task) for task in judged_tasks(snap)]
+    return [finding for when, finding in filter(None, due) if when <= now]
+
+
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    due = {}
+    for task in judged_tasks(snap):
+        found = _due(snap, settings, task)
+        if found is not None and found[0] > now:
+            due[("task", task.id)] = found[0]
+    return due
+
+
+def reached(snap: Snapshot, task: TaskView) -> bool:
+    """A task wake of T delivered to the parent (a read, a tool call's return, a wake
+    run that started), or a delivery by hand."""
+    for wake in snap.wakes_by_target.get(task.parent_thread or "", []):
+        if wake.source_task != task.id:
+            continue
+        if wake.source_kind == "manual" or (wake.source_kind == "task" and wake.delivered):
+            return True
+    return False
+
+
+def _due(
+    snap: Snapshot, settings: DetectionSettings, task: TaskView
+) -> tuple[datetime, Finding] | None:
+    report = task.current_report
+    if report is None or not report.terminal or report.delivery != "wake":
+        return None
+    if task.parent_thread is None or reached(snap, task):
+        return None
+    parent_runs = snap.runs_by_thread.get(task.parent_thread, [])
+    if any(run.finished_at is None for run in parent_runs):
+        return None  # a live or queued parent run may still take it
+    quiet_since = max(
+        [report.at, *(run.finished_at for run in parent_runs if run.finished_at is not None)]
+    )
+    finding = Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": [report.event_id],
+            "text": (
+                f"The task was reported {report.status}, and no text of it has reached the "
+                f"parent thread {task.parent_thread}, which has no run under way: nothing "
+                "will bring it."
+            ),
+            "result": report.summary,
+            "idle_since": quiet_since.isoformat(),
+        },
+    )
+    return quiet_since + timedelta(seconds=settings.delivery_grace), finding

@@ -1,0 +1,153 @@
+"""T3's own delivery records are facts: a result the parent read (`task_status`, which
+T3 records as `completionDelivery: acknowledged` with the run that observed it) reached
+the parent, and a wait-mode result whose delegating run had ended went nowhere."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from supervisor.connectors.t3code.follower import Follower
+from supervisor.core import clock
+from supervisor.core.evaluate import evaluate
+from supervisor.core.models import IngestedEvent
+from supervisor.core.scenario import _result
+from supervisor.core.sources import do_create_source
+
+from .statedb import FakeT3
+from .timelines import day, delegate, finish, user_run
+
+pytestmark = pytest.mark.django_db
+
+PARENT, CHILD, TASK = "thread:lead", "thread:child", "node:delegated-task:lint"
+d = day("2026-11-20")
+
+
+def _task_finished(t3: FakeT3, *, completion_wake: str, parent_ends: str) -> tuple[str, str]:
+    """A parent run delegates, the child's run completes and T3 finalizes; the parent's
+    run ends at `parent_ends`. Returns (parent run, child run)."""
+    t3.thread(PARENT, at=d("09:00:00.000"), title="Lead")
+    lead = user_run(
+        t3,
+        PARENT,
+        1,
+        "msg-lead",
+        text="Lint, then go on.",
+        at_message=d("09:00:01.000"),
+        at_run=d("09:00:01.010"),
+        at_start=d("09:00:01.050"),
+    )
+    delegate(
+        t3,
+        TASK,
+        at=d("09:00:02.000"),
+        parent=PARENT,
+        parent_run=lead,
+        child=CHILD,
+        title="Lint pass",
+        prompt="Lint src/.",
+        completionWake=completion_wake,
+    )
+    child = user_run(
+        t3,
+        CHILD,
+        1,
+        "msg-child",
+        text="Lint src/.",
+        at_message=d("09:00:02.040"),
+        at_run=d("09:00:02.050"),
+        at_start=d("09:00:02.100"),
+    )
+    t3.update_subagent(TASK, at=d("09:00:02.100"), status="running")
+    if parent_ends < d("09:01:00.000"):
+        finish(t3, lead, PARENT, at=parent_ends, text="Delegated; back later.")
+    finish(t3, child, CHILD, at=d("09:01:00.000"), text="Lint clean: 0 findings.")
+    t3.update_subagent(
+        TASK,
+        at=d("09:01:00.100"),
+        status="completed",
+        result="Lint clean: 0 findings.",
+        completionDelivery={"state": "pending", "observedByRunId": None},
+    )
+    t3.transfer(
+        "transfer:lint",
+        at=d("09:01:00.200"),
+        source_thread=CHILD,
+        target_thread=PARENT,
+        source_run=child,
+        target_run=lead,
+        status="consumed",
+    )
+    if parent_ends >= d("09:01:00.000"):
+        finish(t3, lead, PARENT, at=parent_ends, text="Lint is clean; going on.")
+    return lead, child
+
+
+def _open_flags(tmp_path, write) -> tuple[list[str], object]:
+    path = tmp_path / "state.sqlite"
+    t3 = FakeT3(path)
+    write(t3)
+    t3.close()
+    source, _ = do_create_source("t3-records", scopes="ingest,read")
+    follower = Follower(source, str(path), start="log", evaluate=False)
+    follower.follow()
+    follower.close()
+    at = datetime.fromisoformat(d("12:00:00.000"))
+    with clock.virtual_clock(at):
+        evaluate(source.namespace_id, at)
+    return sorted(_result("records", source.namespace_id)["tasks"][TASK]["open"]), source
+
+
+def test_a_result_the_parent_read_reached_it(tmp_path):
+    def write(t3):
+        lead, _ = _task_finished(t3, completion_wake="always", parent_ends=d("09:00:30.000"))
+        # The parent's next run (a user's message) reads it with task_status.
+        reader = user_run(
+            t3,
+            PARENT,
+            2,
+            "msg-lead-2",
+            text="How did the lint go?",
+            at_message=d("09:02:00.000"),
+            at_run=d("09:02:00.010"),
+            at_start=d("09:02:00.050"),
+        )
+        t3.update_subagent(
+            TASK,
+            at=d("09:02:05.000"),
+            completionDelivery={"state": "acknowledged", "observedByRunId": reader},
+        )
+        finish(t3, reader, PARENT, at=d("09:02:30.000"), text="Lint was clean.")
+
+    opened, source = _open_flags(tmp_path, write)
+    assert opened == []
+    [delivered] = IngestedEvent.objects.filter(source=source, type="wake.delivered")
+    assert delivered.data == {"wake": f"{TASK}:read", "run": "run:thread:thread:lead:ordinal:2"}
+
+
+def test_the_same_result_unread_and_never_woken_is_flagged(tmp_path):
+    def write(t3):
+        _task_finished(t3, completion_wake="always", parent_ends=d("09:00:30.000"))
+
+    opened, _ = _open_flags(tmp_path, write)
+    assert opened == ["never_delivered"]
+
+
+def test_a_wait_result_whose_delegating_run_had_ended_was_not_handed_in_the_call(tmp_path):
+    def write(t3):
+        # The blocking call died with its run before the child finished.
+        _task_finished(t3, completion_wake="settled_only", parent_ends=d("09:00:30.000"))
+
+    opened, source = _open_flags(tmp_path, write)
+    assert not IngestedEvent.objects.filter(source=source, type="wake.delivered").exists()
+    assert opened == ["never_delivered"]
+
+
+def test_a_wait_result_handed_in_the_live_call_is_delivered(tmp_path):
+    def write(t3):
+        _task_finished(t3, completion_wake="settled_only", parent_ends=d("09:01:30.000"))
+
+    opened, source = _open_flags(tmp_path, write)
+    assert opened == []
+    assert IngestedEvent.objects.filter(source=source, type="wake.delivered").count() == 1
