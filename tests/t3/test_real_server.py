@@ -10,7 +10,6 @@ cannot build (no npm, no C++ toolchain), they skip and say why."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +24,6 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
 from supervisor.core.scenario import _result
 from supervisor.core.sources import do_create_source
-from tests.conftest import ROOT
-
-KIT = ROOT.parent / "shared" / "t3code" / "kit"
 
 # Each kit scenario, its tasks by role (scenario.json), and the flags the contract gives
 # for that shape: the scenario of the contract whose shape it plays is named.
@@ -46,25 +42,6 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     "healthy-wait": {"the task": []},
     "healthy-failure": {"the task": []},
 }
-
-
-def _unavailable(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(f"the real T3 tests cannot run in CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def kit() -> Path:
-    if not KIT.is_file():
-        _unavailable(f"no T3 Code kit beside this clone ({KIT})")
-    for tool in ("npm", "g++", "make"):
-        if shutil.which(tool) is None:
-            _unavailable(f"the kit needs {tool!r} to build T3 Code, and it is not on PATH")
-    built = subprocess.run([str(KIT), "build"], capture_output=True, text=True, timeout=900)
-    if built.returncode != 0:
-        _unavailable(f"kit build failed: {(built.stderr or built.stdout)[-2000:]}")
-    return KIT
 
 
 @pytest.fixture(scope="session")

@@ -334,3 +334,28 @@ def test_a_command_that_outlives_its_run_is_background_work_of_that_run():
     )
     [wake] = log.of("wake.queued")
     assert wake["source"] == {"kind": "background", "item": started["item"]}
+
+
+def test_a_tasks_run_with_no_text_has_the_result_t3_hands_for_it():
+    log = Log()
+    log.row(
+        "subagent.updated",
+        {
+            "id": TASK,
+            "threadId": PARENT,
+            "runId": run_of(PARENT, 1),
+            "origin": "app_owned",
+            "childThreadId": CHILD,
+            "title": "Watch the deploy",
+            "prompt": "Watch it.",
+            "status": "running",
+            "startedAt": "2026-12-02T10:00:00.000Z",
+            "updatedAt": "2026-12-02T10:00:00.000Z",
+        },
+    )
+    log.run(CHILD, 1, "running", "2026-12-02T10:00:00.100Z")
+    log.run(
+        CHILD, 1, "interrupted", "2026-12-02T10:05:00.000Z", completedAt="2026-12-02T10:05:00.000Z"
+    )
+    [finished] = log.of("run.finished")
+    assert finished["summary"] == "Child task ended with status interrupted."

@@ -139,6 +139,9 @@ KEEP_RUNS = 20_000
 KEEP_DEPARTED = 20
 KEEP_TRANSFERS = 20_000
 
+# T3's result for a child run that wrote no assistant text (J SubagentProjection.ts).
+NO_TEXT_RESULT = {"completed": "Child task completed without an assistant result."}
+
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -846,6 +849,9 @@ class Mapper:
             error = self.memory["errors"].pop(run_id, None)
             if status == "failed" and error is None and text:
                 error = text
+            if not text.strip() and error is None and thread in self.memory["children"]:
+                # A task's run with no text: the result T3 hands for it (facts §4).
+                text = NO_TEXT_RESULT.get(status) or f"Child task ended with status {status}."
             self._emit(
                 "run.finished",
                 (run_id,),
