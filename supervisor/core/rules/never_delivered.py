@@ -10,24 +10,18 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..ownership import judged_tasks
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from .task_deadlines import coming, opened
 
 KIND = "never_delivered"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    due = [_due(snap, settings, task) for task in judged_tasks(snap)]
-    return [finding for when, finding in filter(None, due) if when <= now]
+    return opened(snap, settings, now, _due)
 
 
 def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
-    due = {}
-    for task in judged_tasks(snap):
-        found = _due(snap, settings, task)
-        if found is not None and found[0] > now:
-            due[("task", task.id)] = found[0]
-    return due
+    return coming(snap, settings, now, _due)
 
 
 def reached(snap: Snapshot, task: TaskView) -> bool:

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..ownership import has_reached_parent, judged_tasks, latest_result_run, result_run
+from ..ownership import has_reached_parent, latest_result_run, result_run
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from .task_deadlines import coming, opened
 
 KIND = "undelivered_result"
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    due = [_due(snap, settings, task) for task in judged_tasks(snap)]
-    return [finding for when, finding in filter(None, due) if when <= now]
+    return opened(snap, settings, now, _due)
 
 
 def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
-    """(subject type, id) -> the later time at which the kind opens there, if nothing arrives."""
-    due = {}
-    for task in judged_tasks(snap):
-        found = _due(snap, settings, task)
-        if found is not None and found[0] > now:
-            due[("task", task.id)] = found[0]
-    return due
+    return coming(snap, settings, now, _due)
 
 
 def _due(
