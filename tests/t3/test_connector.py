@@ -137,6 +137,7 @@ def test_cancel_interrupts_the_childs_run_with_the_reason(fake):
                 "threadId": "thread:child",
                 "runId": "run:thread:child:ordinal:2",
                 "reason": "cancelled via Supervisor by source:t3: duplicate",
+                "holdQueue": True,
             },
             "1",
         )
@@ -221,6 +222,20 @@ def test_a_refusal_gives_the_detail_after_the_message(fake):
 
     with pytest.raises(ConnectorError, match=r"^T3 refused: Rejected: Thread has active work\.$"):
         t3code(fake.url).perform(outgoing(), timeout=5)
+
+
+def test_a_command_t3_refused_before_is_said_to_be_an_old_refusal(fake):
+    # T3's receipts keep a rejected command id rejected, hiding the first reason.
+    fake.refuse(
+        "Command supervisor:command:sup-7 was previously rejected: Run is not interruptible."
+    )
+
+    with pytest.raises(ConnectorError) as caught:
+        t3code(fake.url).perform(outgoing(), timeout=5)
+
+    assert caught.value.retryable is False
+    assert str(caught.value).startswith("T3 had already refused this command (same command id)")
+    assert "previously rejected" in str(caught.value)
 
 
 def test_a_refusal_that_t3_calls_transient_is_retryable(fake):
@@ -518,6 +533,7 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
                 "threadId": CHILD,
                 "runId": run,
                 "reason": "cancelled via Supervisor by user:op: enough",
+                "holdQueue": True,
             },
             "1",
         )

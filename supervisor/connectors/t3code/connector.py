@@ -4,7 +4,7 @@ call on T3's WebSocket API (`rpc`).
 - continue and deliver: `message.dispatch` of the action's text to its target thread
   (the child for continue, the parent for deliver), as a user message; T3 starts a run,
   steers the active one or queues after it (`deliveryIntent: auto`).
-- cancel: `run.interrupt` of the child's running run.
+- cancel: `run.interrupt` of the child's running run, holding the thread's queue.
 
 The command id (and the message id) derive from the action's idempotency key: T3 takes a
 command id once and answers a resend with the first result, so a worker that dies after
@@ -126,6 +126,9 @@ def run_interrupt(outgoing: Outgoing) -> dict[str, Any]:
         "threadId": outgoing.thread_id,
         "runId": outgoing.run_id,
         "reason": reason,
+        # Newer builds start the thread's queued runs right after an interrupt unless told
+        # to hold them; builds without the field drop it (facts §9).
+        "holdQueue": True,
     }
 
 

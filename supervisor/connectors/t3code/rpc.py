@@ -235,6 +235,16 @@ def _failure(reasons: list[dict], text: str) -> ConnectorError:
         transient = isinstance(error, dict) and (
             error.get("retryable") is True or error.get("transient") is True
         )
+        if PREVIOUSLY_REJECTED in _error_text(error):
+            # T3 keeps a refused command id refused and hides the first reason: sending it
+            # again can never work, and the operator needs to know it is an old refusal.
+            return ConnectorError(
+                "T3 had already refused this command (same command id) and keeps refusing "
+                f"it without saying why again; look at the thread in T3, then ask anew "
+                f"(T3 said: {_error_text(error)})",
+                retryable=False,
+                detail=detail,
+            )
         return ConnectorError(
             f"T3 refused: {_error_text(error)}", retryable=transient, detail=detail
         )
@@ -249,6 +259,9 @@ def _failure(reasons: list[dict], text: str) -> ConnectorError:
             detail=detail,
         )
     return ConnectorError("T3 refused the call without saying why", retryable=False, detail=detail)
+
+
+PREVIOUSLY_REJECTED = "was previously rejected"
 
 
 def _defect(message: dict) -> ConnectorError:
