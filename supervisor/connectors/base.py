@@ -55,7 +55,11 @@ class Receipt:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        return {"status": self.status, "detail": self.detail[:2000], "duplicate": self.duplicate}
+        kept = {"status": self.status, "detail": self.detail[:2000], "duplicate": self.duplicate}
+        # What the connector did beside the action itself, in words, for the audit trail.
+        if self.extra.get("notes"):
+            kept["notes"] = [str(note)[:500] for note in self.extra["notes"]][:5]
+        return kept
 
 
 class ConnectorError(Exception):

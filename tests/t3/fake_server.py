@@ -71,6 +71,7 @@ class FakeT3:
         self._changed = threading.Condition()
         self._sequence = 0
         self._refusal: dict | None = None
+        self.unknown_types: set[str] = set()  # command types this "build" does not have
         self._upgrade_status: int | None = None
         self._upgrade_body = ""
         self._hold = False
@@ -225,7 +226,16 @@ class FakeT3:
         if call.method != DISPATCH:
             return {"_tag": "Defect", "defect": f"Unknown request tag: {call.method}"}
         command = call.payload if isinstance(call.payload, dict) else {}
-        missing = [key for key in ("type", "commandId", "threadId") if not command.get(key)]
+        if command.get("type") in self.unknown_types:
+            # What a build without the command answers: its schema does not decode it.
+            issue = f'Expected "message.dispatch" | "run.interrupt" | …, got "{command["type"]}"'
+            return _exit(request_id, {"_tag": "Failure", "cause": [_die(issue)]})
+        needed = (
+            ("parentThreadId", "taskId")
+            if str(command.get("type", "")).startswith("delegated_task.")
+            else ("threadId",)
+        )
+        missing = [key for key in ("type", "commandId", *needed) if not command.get(key)]
         if missing:
             issue = f"Expected a command with {', '.join(missing)}"
             return _exit(request_id, {"_tag": "Failure", "cause": [_die(issue)]})

@@ -65,11 +65,24 @@ def fake():
 # --- what each action sends ----------------------------------------------------------
 
 
-def test_deliver_dispatches_the_text_to_the_parent_thread_and_nothing_else(fake):
+def test_deliver_dispatches_the_text_to_the_parent_then_disposes_t3s_own_delivery(fake):
     receipt = t3code(fake.url).perform(outgoing(), timeout=5)
 
     assert (receipt.status, receipt.detail, receipt.duplicate) == ("ok", '{"sequence": 1}', False)
-    assert fake.calls == [
+    assert receipt.extra["dispose"] == "disposed"
+    assert fake.calls[1:] == [
+        Call(
+            DISPATCH,
+            {
+                "type": "delegated_task.completion-delivery.dispose",
+                "commandId": "supervisor:dispose:sup-7",
+                "parentThreadId": PARENT,
+                "taskId": TASK,
+            },
+            "1",
+        )
+    ]
+    assert fake.calls[:1] == [
         Call(
             DISPATCH,
             {
@@ -87,16 +100,36 @@ def test_deliver_dispatches_the_text_to_the_parent_thread_and_nothing_else(fake)
             "1",
         )
     ]
-    # One Request frame, Effect's envelope, and no other frame.
+    # One Request frame per command, Effect's envelope, and no other frame.
     assert fake.frames == [
-        {
-            "_tag": "Request",
-            "id": "1",
-            "tag": DISPATCH,
-            "payload": fake.calls[0].payload,
-            "headers": [],
-        }
+        {"_tag": "Request", "id": "1", "tag": DISPATCH, "payload": call.payload, "headers": []}
+        for call in fake.calls
     ]
+
+
+def test_a_build_without_completion_records_still_delivers_and_says_so(fake):
+    fake.unknown_types = {"delegated_task.completion-delivery.dispose"}
+
+    receipt = t3code(fake.url).perform(outgoing(), timeout=5)
+
+    assert receipt.status == "ok"
+    assert receipt.extra["dispose"].startswith("not supported by this T3 build")
+    assert list(fake.commands) == ["supervisor:command:sup-7"]
+
+
+def test_a_dispose_that_fails_does_not_fail_the_sent_delivery(fake):
+    fake.unknown_types = set()
+    connector = t3code(fake.url)
+    connector.dispatch(
+        {"type": "message.dispatch", "commandId": "supervisor:command:other", "threadId": PARENT},
+        timeout=5,
+    )
+    fake.refuse("Task is not pending.")  # the message's command id is answered before
+
+    receipt = connector.perform(outgoing(idempotency_key="other"), timeout=5)
+
+    assert receipt.status == "ok"
+    assert receipt.extra["dispose"] == "not disposed: T3 refused: Task is not pending."
 
 
 def test_continue_dispatches_the_message_to_the_child_thread(fake):
@@ -156,7 +189,7 @@ def test_cancel_without_a_known_run_is_refused_before_reaching_t3(fake):
 
 
 def test_the_upgrade_carries_the_bearer_token_and_the_protocol(fake):
-    t3code(fake.url).perform(outgoing(), timeout=5)
+    t3code(fake.url).perform(outgoing(kind="continue"), timeout=5)
 
     [upgrade] = fake.upgrades
     assert upgrade.authorization == f"Bearer {TOKEN}"
@@ -178,8 +211,8 @@ def test_socket_url_sets_the_protocol_and_keeps_other_parameters():
 def test_a_resend_of_the_same_action_is_the_same_command_taken_once(fake):
     connector = t3code(fake.url)
 
-    first = connector.perform(outgoing(), timeout=5)
-    second = connector.perform(outgoing(), timeout=5)
+    first = connector.perform(outgoing(kind="continue"), timeout=5)
+    second = connector.perform(outgoing(kind="continue"), timeout=5)
 
     assert first.detail == second.detail == '{"sequence": 1}'
     assert [c.payload["commandId"] for c in fake.calls] == ["supervisor:command:sup-7"] * 2
@@ -193,7 +226,10 @@ def test_distinct_actions_are_distinct_commands(fake):
     connector.perform(outgoing(idempotency_key="a"), timeout=5)
     connector.perform(outgoing(idempotency_key="b"), timeout=5)
 
-    assert list(fake.commands) == ["supervisor:command:a", "supervisor:command:b"]
+    assert [c for c in fake.commands if ":command:" in c] == [
+        "supervisor:command:a",
+        "supervisor:command:b",
+    ]
 
 
 def test_a_key_with_any_characters_gives_a_percent_encoded_command_id(fake):
@@ -344,11 +380,11 @@ def test_a_dropped_connection_is_retryable_and_the_retry_lands_once(fake):
     connector = t3code(fake.url)
 
     with pytest.raises(ConnectorError) as caught:
-        connector.perform(outgoing(), timeout=5)
+        connector.perform(outgoing(kind="continue"), timeout=5)
 
     assert caught.value.retryable is True
     assert "closed the connection" in str(caught.value)
-    assert connector.perform(outgoing(), timeout=5).status == "ok"
+    assert connector.perform(outgoing(kind="continue"), timeout=5).status == "ok"
     assert len(fake.calls) == 2 and list(fake.commands) == ["supervisor:command:sup-7"]
 
 
@@ -374,7 +410,7 @@ def test_a_wrong_path_is_not_retryable(fake):
 def test_a_ping_from_t3_is_answered_and_the_call_completes(fake):
     fake.ping_first = True
 
-    assert t3code(fake.url).perform(outgoing(), timeout=5).status == "ok"
+    assert t3code(fake.url).perform(outgoing(kind="continue"), timeout=5).status == "ok"
     # The Pong went out before the answer was read; the server may read it just after.
     fake.wait_for_frames(2)
     assert [f["_tag"] for f in fake.frames] == ["Request", "Pong"]
@@ -465,7 +501,9 @@ def test_deliver_through_the_worker_dispatches_the_delivery_text_to_the_parent(s
     action.refresh_from_db()
     assert (action.state, action.attempts, action.last_error) == ("succeeded", 1, None)
     assert action.response["detail"] == '{"sequence": 1}'
-    [call] = fake.calls
+    assert action.response["notes"] == ["T3's own pending delivery of the task: disposed"]
+    call, dispose = fake.calls
+    assert dispose.payload["type"] == "delegated_task.completion-delivery.dispose"
     command = call.payload
     assert (call.method, command["type"], command["threadId"]) == (
         DISPATCH,
@@ -559,7 +597,10 @@ def test_a_passing_failure_through_the_worker_is_retried(stale, fake):
         assert actions.perform(action.pk) == "queued"
         assert actions.perform(action.pk) == "succeeded"
     assert Action.objects.get(pk=action.pk).attempts == 2
-    assert len(fake.commands) == 1
+    assert [c["type"] for c in fake.commands.values()] == [
+        "message.dispatch",
+        "delegated_task.completion-delivery.dispose",
+    ]
 
 
 # --- the source page's connection test -----------------------------------------------

@@ -117,6 +117,11 @@ def test_deliver_on_a_real_stale_task_reaches_the_parent_once_and_resolves_its_f
         assert created
         assert actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
+    # This build (T3 0.0.30) has no completion-delivery records to dispose of.
+    assert action.response["notes"] == [
+        "T3's own pending delivery of the task: not supported by this T3 build (it has no "
+        "completion-delivery records)"
+    ], action.response
     real = played["texts"]["real"]
     assert action.text.endswith(real)
     assert eventually(lambda: messages_with(base, parent, action.text), lambda n: n >= 1) == 1

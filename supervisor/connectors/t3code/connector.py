@@ -44,7 +44,24 @@ class T3CodeConnector(Connector):
     def send_message(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if not outgoing.text:
             raise ConnectorError("there is no text to send", retryable=False)
-        return self.dispatch(message_dispatch(outgoing), timeout=timeout)
+        receipt = self.dispatch(message_dispatch(outgoing), timeout=timeout)
+        if outgoing.kind == "deliver":
+            disposed = self.dispose_pending(outgoing, timeout=timeout)
+            receipt.extra["dispose"] = disposed
+            receipt.extra["notes"] = [f"T3's own pending delivery of the task: {disposed}"]
+        return receipt
+
+    def dispose_pending(self, outgoing: Outgoing, *, timeout: float) -> str:
+        """After a delivery by hand, drop T3's own pending delivery of the task, so T3
+        never wakes the parent with the same result again. The message is sent by then:
+        whatever this answers, the action stands (a failure here must not resend it)."""
+        try:
+            self.dispatch(completion_dispose(outgoing), timeout=timeout)
+        except ConnectorError as exc:
+            if not exc.retryable and _unknown_command(exc):
+                return "not supported by this T3 build (it has no completion-delivery records)"
+            return f"not disposed: {exc}"
+        return "disposed"
 
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if not outgoing.run_id:
@@ -130,6 +147,22 @@ def run_interrupt(outgoing: Outgoing) -> dict[str, Any]:
         # to hold them; builds without the field drop it (facts §9).
         "holdQueue": True,
     }
+
+
+def completion_dispose(outgoing: Outgoing) -> dict[str, Any]:
+    """Drop T3's pending delivery of `outgoing.task_id` to its parent (P006, Z32)."""
+    return {
+        "type": "delegated_task.completion-delivery.dispose",
+        "commandId": derived_id("dispose", outgoing),
+        "parentThreadId": outgoing.thread_id,
+        "taskId": outgoing.task_id,
+    }
+
+
+def _unknown_command(exc: ConnectorError) -> bool:
+    """T3's answer to a command type its schema does not have: a decode failure (a
+    defect naming what it expected), not its typed refusal of a command it knows."""
+    return "DispatchCommandError" not in exc.detail and "Expected" in str(exc)
 
 
 def command_id(outgoing: Outgoing) -> str:
