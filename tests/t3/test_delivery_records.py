@@ -11,7 +11,7 @@ import pytest
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
-from supervisor.core.models import IngestedEvent
+from supervisor.core.models import Flag, IngestedEvent
 from supervisor.core.scenario import _result
 from supervisor.core.sources import do_create_source
 
@@ -151,3 +151,80 @@ def test_a_wait_result_handed_in_the_live_call_is_delivered(tmp_path):
     opened, source = _open_flags(tmp_path, write)
     assert opened == []
     assert IngestedEvent.objects.filter(source=source, type="wake.delivered").count() == 1
+
+
+def test_a_wait_call_that_died_and_was_delegated_again_flags_the_duplicate_and_the_lost_result(
+    tmp_path,
+):
+    """T3 #11168: the MCP client gives up on a blocking `wait` call after ~5 minutes; the
+    agent delegates the same task again. The second is a duplicate pointing at the first;
+    the first's result, when it comes, goes back into a call that no longer exists."""
+    second, second_child = "node:delegated-task:lint-again", "thread:child-again"
+
+    def write(t3):
+        lead, _ = _task_finished(t3, completion_wake="settled_only", parent_ends=d("09:00:30.000"))
+        again = user_run(
+            t3,
+            PARENT,
+            2,
+            "msg-lead-2",
+            text="The lint call timed out; delegate it again.",
+            at_message=d("09:00:40.000"),
+            at_run=d("09:00:40.010"),
+            at_start=d("09:00:40.050"),
+        )
+        delegate(
+            t3,
+            second,
+            at=d("09:00:41.000"),
+            parent=PARENT,
+            parent_run=again,
+            child=second_child,
+            title="Lint pass",
+            prompt="Lint src/.",
+            completionWake="settled_only",
+        )
+        t3.update_subagent(second, at=d("09:00:41.100"), status="running")
+        child = user_run(
+            t3,
+            second_child,
+            1,
+            "msg-child-again",
+            text="Lint src/.",
+            at_message=d("09:00:41.040"),
+            at_run=d("09:00:41.050"),
+            at_start=d("09:00:41.100"),
+        )
+        finish(t3, child, second_child, at=d("09:01:30.000"), text="Lint clean again.")
+        t3.update_subagent(
+            second, at=d("09:01:30.100"), status="completed", result="Lint clean again."
+        )
+        t3.transfer(
+            "transfer:lint-again",
+            at=d("09:01:30.200"),
+            source_thread=second_child,
+            target_thread=PARENT,
+            source_run=child,
+            target_run=again,
+            status="consumed",
+        )
+        finish(t3, again, PARENT, at=d("09:01:40.000"), text="Lint is clean.")
+
+    path = tmp_path / "state.sqlite"
+    t3 = FakeT3(path)
+    write(t3)
+    t3.close()
+    source, _ = do_create_source("t3-records", scopes="ingest,read")
+    follower = Follower(source, str(path), start="log", evaluate=False)
+    follower.follow()
+    follower.close()
+    at = datetime.fromisoformat(d("12:00:00.000"))
+    with clock.virtual_clock(at):
+        evaluate(source.namespace_id, at)
+    tasks = _result("records", source.namespace_id)["tasks"]
+    assert tasks[second]["open"] == ["duplicate_delegation"]
+    flag = Flag.objects.get(task__task_id=second, kind="duplicate_delegation", state="open")
+    assert flag.evidence["earlier_task"] == TASK
+    # The original finished while the parent's retry run was under way; that run has
+    # ended since, and nothing brought the result: the operator is told to deliver it.
+    assert tasks[TASK]["open"] == ["never_delivered"]
