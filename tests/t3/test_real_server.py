@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.connectors.t3code.follower import Follower
+from supervisor.connectors.t3code.locate import state_database
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
@@ -79,9 +80,10 @@ def scenario_dirs(kit, tmp_path_factory) -> dict[str, Path]:
 
 
 def _follow(source, base: Path, start: str) -> Follower:
-    follower = Follower(
-        source, str(base / "userdata" / "state.sqlite"), start=start, evaluate=False
-    )
+    # The install's directory, as an operator may give it: the file is found in it.
+    path = state_database(str(base))
+    assert path == str(base / "userdata" / "state.sqlite")
+    follower = Follower(source, path, start=start, evaluate=False)
     try:
         follower.follow()
     finally:

@@ -2,9 +2,10 @@
 where its WebSocket API listens, the bearer token that lets Supervisor act, and how long
 to wait for an answer.
 
-Example: `{"db_path": "~/.t3/userdata/statev2.sqlite", "url": "ws://127.0.0.1:3773/ws",
+Example: `{"db_path": "~/.t3", "url": "ws://127.0.0.1:3773/ws",
 "token": "<from t3 auth session issue --token-only>", "timeout": 10}`. Only `token` is
-needed to act; without it the source can be followed but not acted for.
+needed to act; without it the source can be followed but not acted for. `db_path` may
+name the file or T3's base directory (`locate.state_database` picks the file).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from celery import shared_task
 from supervisor.core.models import Source
 
 from .follower import Follower
+from .locate import state_database
 from .schema import StateDBError
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ def follower_for(source: Source) -> Follower | None:
     path = (source.connector_settings or {}).get("db_path")
     if not path:
         return None
+    path = state_database(path)
     env = (source.connector_settings or {}).get("env")
     follower = _followers.get(source.pk)
     if follower is None or follower.path != str(path) or follower.env != env:

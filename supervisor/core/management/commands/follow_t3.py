@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from supervisor.connectors.t3code.follower import Follower, Progress
+from supervisor.connectors.t3code.locate import state_database
 from supervisor.connectors.t3code.schema import StateDBError
 from supervisor.core.models import Source
 
@@ -40,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError(f"give --db: source {source!r} has no db_path in its settings")
         follower = Follower(
             found,
-            path,
+            state_database(path),
             env=env or settings.get("env"),
             batch_size=batch,
             start="log" if from_start else "import",

@@ -48,6 +48,7 @@ class Command(BaseCommand):
         """Follow the file into a fresh in-memory store, judge it now, audit it."""
         # Imported here: the connector package imports the core's models.
         from supervisor.connectors.t3code.follower import Follower
+        from supervisor.connectors.t3code.locate import state_database
         from supervisor.connectors.t3code.schema import StateDBError
         from supervisor.core.evaluate import evaluate
         from supervisor.core.scenario import ThrowAwayStore
@@ -55,7 +56,7 @@ class Command(BaseCommand):
 
         with ThrowAwayStore():
             source, _ = do_create_source("t3", "t3", "ingest,read")
-            follower = Follower(source, path, evaluate=False)
+            follower = Follower(source, state_database(path), evaluate=False)
             try:
                 progress = follower.follow()
             except StateDBError as exc:
