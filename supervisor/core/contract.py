@@ -149,6 +149,9 @@ class RunFinished(Data):
     status: RunStatus
     summary: StrictStr
     error: Text = None
+    # A compatible extension (issue 18): "restart" says the orchestrator's own restart
+    # recovery cut the run; nobody stopped it and nothing will resume it.
+    cause: Literal["restart"] | None = None
 
 
 class BackgroundStarted(Data):

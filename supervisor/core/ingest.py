@@ -358,6 +358,7 @@ class Mirror:
             run.status = data.status
             run.summary = data.summary
             run.error = data.error
+            run.finish_cause = data.cause
             run.finished_at, run.finished_event = event.at, event.id
 
     def _background_started(self, event, data):

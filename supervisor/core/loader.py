@@ -66,6 +66,7 @@ RUN_COLUMNS = {
             "status",
             "summary",
             "error",
+            "finish_cause",
             "last_activity_at",
             "env",
             "requested_event",

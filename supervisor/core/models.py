@@ -188,6 +188,7 @@ class Run(models.Model):
     status = models.CharField(max_length=20, null=True)
     summary = models.TextField(null=True)
     error = models.TextField(null=True)
+    finish_cause = models.CharField(max_length=10, null=True)  # "restart": cut by a restart
     last_activity_at = models.DateTimeField(null=True)
     env = models.CharField(max_length=200, null=True)
     requested_event = models.CharField(max_length=200, null=True)

@@ -96,6 +96,7 @@ class RunView:
     status: str | None = None  # set by run.finished only
     summary: str | None = None
     error: str | None = None
+    finish_cause: str | None = None  # "restart": cut by the orchestrator's restart
     last_activity_at: datetime | None = None
     env: str | None = None
     requested_event: str | None = None

@@ -69,6 +69,13 @@ WORDS = {
         "Look at the child thread: is it still working, or waiting on something?",
         LOOK,
     ),
+    "left_by_restart": FlagWords(
+        "Left by a restart",
+        "The orchestrator restarted and cut the child's run; the task still says it is "
+        "under way, and nothing will resume it.",
+        "Continue the child, or cancel the task if the work is no longer wanted.",
+        CONTINUE,
+    ),
     "orphan_wake": FlagWords(
         "Wake for an unknown task",
         "A wake named a task that was never delegated here.",

@@ -79,6 +79,7 @@ def run(
     status: str = "completed",
     summary: str | None = None,
     activity: float | None = None,
+    cause: str | None = None,
 ) -> RunView:
     """A run; `requested=None` makes a placeholder known only from its later events."""
     started = requested if started is None else started
@@ -98,6 +99,7 @@ def run(
         summary=summary if finished is not None else None,
         last_activity_at=at(activity) if activity is not None else None,
         activity_event=f"{id}/activity" if activity is not None else None,
+        finish_cause=cause if finished is not None else None,
     )
 
 

@@ -327,6 +327,7 @@ class Follower:
                 ),
                 "texts": db.last_assistant_texts(),
                 # Errors of failed runs, and commands that may have outlived their run.
+                "restart_ended": db.runs_ended_by_restart(),
                 "turn_items": db.payloads(
                     "turn_items",
                     "type IN ('error', 'command_execution')"

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from supervisor.core.contract import TaskDelegated
 
-from .schema import Row
+from .schema import RESTART_COMMAND, Row
 
 # Event types this follower maps; the others T3 writes are known and carry nothing here.
 THREAD_TYPES = frozenset(
@@ -230,7 +230,8 @@ class Mapper:
         if kind in THREAD_TYPES:
             self.thread(row.payload, row.occurred_at, created=kind == "thread.created")
         elif kind in ("run.created", "run.updated"):
-            self.run(row.payload, row.occurred_at)
+            restart = (row.command_id or "").startswith(RESTART_COMMAND)
+            self.run(row.payload, row.occurred_at, restart=restart)
         elif kind == "subagent.updated":
             self.subagent(row.payload, row.occurred_at)
         elif kind == "provider-thread.updated":
@@ -259,6 +260,7 @@ class Mapper:
         transfers: list,
         texts: dict[str, tuple[str, str]],
         turn_items: list = (),
+        restart_ended: set[str] | frozenset[str] = frozenset(),
     ) -> list[dict]:
         """The projections' current state as if each entity had just been seen whole:
         the same ids as following would give the same facts."""
@@ -302,7 +304,10 @@ class Mapper:
             (p for p in runs if isinstance(p, dict)),
             key=lambda p: (_text(p.get("threadId")), _ordinal(p.get("ordinal")) or 0),
         ):
-            self._guard(self.run, payload)
+            if isinstance(payload, dict):
+                self.run(payload, None, restart=_text(payload.get("id")) in restart_ended)
+            else:
+                self._unknown_row("payload:projection")
         for payload in sorted(
             (p for p in transfers if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
         ):
@@ -817,7 +822,7 @@ class Mapper:
 
     # --- runs -----------------------------------------------------------------------
 
-    def run(self, p: dict, occurred: str | None) -> None:
+    def run(self, p: dict, occurred: str | None, *, restart: bool = False) -> None:
         run_id, thread = _text(p.get("id")), _text(p.get("threadId"))
         ordinal = _ordinal(p.get("ordinal"))
         if not run_id or not thread or ordinal is None:
@@ -863,6 +868,8 @@ class Mapper:
                     "status": RUN_FINISHED.get(status, "cancelled"),
                     "summary": text or (error if status == "failed" else None) or "",
                     "error": error if status == "failed" else None,
+                    # Cut by a restart's recovery, not stopped by anyone (facts §7).
+                    "cause": "restart" if restart and status == "cancelled" else None,
                 },
             )
             known.pop("wakes", None)  # ended without starting: its wakes never arrived

@@ -40,6 +40,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "payload_json": ("payload_json", "payload"),
     "metadata_json": ("metadata_json", "metadata"),
     "version": ("application_event_version", "event_version"),
+    "command_id": ("command_id",),
 }
 REQUIRED_EVENT_FIELDS = ("sequence", "event_type", "payload_json")
 KNOWN_EVENT_COLUMNS = frozenset(
@@ -129,6 +130,11 @@ class Row(NamedTuple):
     payload: Any
     metadata: Any
     version: int | None
+    command_id: str | None = None  # the command that wrote it (a restart's reconcile, say)
+
+
+# Startup and shutdown recovery write under these commands (facts §7).
+RESTART_COMMAND = "command:runtime-reconcile:"
 
 
 @dataclass(frozen=True)
@@ -354,9 +360,29 @@ class StateDB:
                 _json(r[6]),
                 _json(r[7]),
                 _int(r[8]),
+                r[9] if isinstance(r[9], str) else None,
             )
             for r in raw
         ]
+
+    def runs_ended_by_restart(self) -> set[str]:
+        """The runs a restart's recovery ended (an import: projections keep no command)."""
+        log_ = self.schema.log
+        if log_ is None or not log_.columns.get("command_id"):
+            return set()
+        query = (
+            f'SELECT "{log_.columns["payload_json"]}" FROM "{log_.table}" '
+            f'WHERE "{log_.columns["command_id"]}" LIKE ? AND "{log_.columns["event_type"]}" = ?'
+        )
+        raw = self.retry(
+            lambda: self.open().execute(query, (RESTART_COMMAND + "%", "run.updated")).fetchall()
+        )
+        ended = set()
+        for (payload,) in raw:
+            payload = _json(payload)
+            if isinstance(payload, dict) and isinstance(payload.get("id"), str):
+                ended.add(payload["id"])
+        return ended
 
     # --- projections ----------------------------------------------------------------
 

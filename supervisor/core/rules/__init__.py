@@ -17,6 +17,7 @@ from . import (
     duplicate_delegation,
     failed_while_running,
     late_wake,
+    left_by_restart,
     never_delivered,
     orphan_wake,
     premature_completion,
@@ -37,6 +38,7 @@ RULES = (
     orphan_wake,
     late_wake,
     stuck,
+    left_by_restart,
     dispatch_lag,
     delegation_rejected,
 )

@@ -9,6 +9,7 @@ KINDS = {
     "stale_result",
     "undelivered_result",
     "never_delivered",
+    "left_by_restart",
     "failed_while_running",
     "transient_failure",
     "duplicate_delegation",
