@@ -136,6 +136,9 @@ KEEP_TASKS = 50_000
 KEEP_NATIVES = 20_000
 KEEP_MESSAGES = 20_000
 KEEP_RUNS = 20_000
+# Finished runs, for a late rewrite (a rollback) and a wait call's transfer: both come
+# soon after; memory is stored with every batch, so this stays small.
+KEEP_ENDED = 1_000
 KEEP_DEPARTED = 20
 KEEP_TRANSFERS = 20_000
 
@@ -189,7 +192,7 @@ class Mapper:
             "errors",
             "commands",
             "ended",
-            "rostered",
+            "build",
         ):
             self.memory.setdefault(section, {})
         self.env = env
@@ -557,10 +560,9 @@ class Mapper:
         at = self._at(p.get("updatedAt"), occurred)
         if at is None:
             return
-        if "pendingBackgroundTasks" in p and thread not in self.memory["rostered"]:
+        if "pendingBackgroundTasks" in p and not self.memory["build"].get("roster"):
             # This build lists background work: its roster, not command items, tells it.
-            self.memory["rostered"][thread] = 1
-            _bound(self.memory["rostered"], KEEP_RUNS)
+            self.memory["build"]["roster"] = 1
         entries = self._entries(p.get("pendingBackgroundTasks"))
         run = _text(run) or None
         natives_by_child = {
@@ -875,7 +877,7 @@ class Mapper:
             known.pop("wakes", None)  # ended without starting: its wakes never arrived
             self._promote(run_id, thread)
             self.memory["ended"][run_id] = at
-            _bound(self.memory["ended"], KEEP_RUNS)
+            _bound(self.memory["ended"], KEEP_ENDED)
             if known["requested"]:
                 del runs[run_id]
             else:
@@ -1036,7 +1038,7 @@ class Mapper:
 
     def _promote_one(self, item_key: str, known: list) -> None:
         thread, run, label, started, _ = known
-        if thread in self.memory["rostered"]:
+        if self.memory["build"].get("roster"):
             return  # the roster's entry stands for this work
         known[4] = 1
         item = item_id(thread, item_key)
