@@ -42,6 +42,8 @@ FAILURES = (
     "orphan_wake",  # the completion names a task id that was never delegated
     "stuck",  # the child's run goes quiet mid-work and never ends
     "late_wake",  # the result's wake waits on a busy parent run past `wake_timeout`
+    "never_delivered",  # completed; no wake ever comes while the parent idles (T3 #12285)
+    "left_by_restart",  # the orchestrator's restart cuts the child's run (T3 #7314)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -76,6 +78,12 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     "stuck": ("stuck",),
     # Completed and handed at once; only the wake's delivery is late (PASSING_FLAGS).
     "late_wake": (),
+    # Reported completed by an orchestrator that hands results by wakes alone
+    # (`delivery: "wake"`), and no wake follows while the parent has no run under way.
+    "never_delivered": ("never_delivered",),
+    # Its child's run is cut by a restart (`cause: "restart"`) while it is reported
+    # running; nothing owned happens after, so `stuck` follows `stuck_after` later.
+    "left_by_restart": ("left_by_restart", "stuck"),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -98,8 +106,10 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "remote_monitor",
     "duplicate_delegation",
     "stuck",
+    "left_by_restart",
     "late_wake",
     "orphan_wake",
+    "never_delivered",
     "transient_failure",
     "parent_not_active",
     "serialized_wait",
@@ -815,6 +825,9 @@ class Fleet:
             failure = self.opening[launched]
         elif self.failures and self.rng.random() < self.failure_rate:
             failure = self.rng.choice(self.failures)
+        if failure == "never_delivered":
+            # A parent of its own: another task's wake would start a run of a shared one.
+            parent = self._quiet_parent(launched)
         if budget is not None and budget < 2 and failure in PAIRED:
             singles = [f for f in self.failures if f not in PAIRED]
             failure = self.rng.choice(singles) if singles else None
@@ -843,6 +856,20 @@ class Fleet:
                 shape = "simple"
         size = (2 if failure in PAIRED else 1) + reviewers
         return _Plan(parent, failure, shape, mode, remote, reviewers, size)
+
+    def _quiet_parent(self, launched: int) -> str:
+        parent = f"thread:{self.tag}:quiet-lead-{launched + 1}"
+        self._thread_state(parent, ORIGIN_ENV)
+        provider, model = PROVIDERS[launched % len(PROVIDERS)]
+        self._emit(
+            "thread.seen",
+            ORIGIN_ENV,
+            thread=parent,
+            title=f"Lead that waits for a result ({self.tag}, {launched + 1})",
+            provider=provider,
+            model=model,
+        )
+        return parent
 
     def _episode(self, plan: _Plan):
         work = self.rng.choice(WORKS)
@@ -885,6 +912,8 @@ class Fleet:
             "orphan_wake": self._simple,
             "stuck": self._stuck,
             "late_wake": self._late_wake,
+            "never_delivered": self._never_delivered,
+            "left_by_restart": self._left_by_restart,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -941,6 +970,44 @@ class Fleet:
             thread=child,
             run=run,
             note=f"Bash: {work.command}",
+        )
+        self._falls_due(self.now + self.settings.stuck_after)
+
+    def _never_delivered(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child completes; the orchestrator says it hands results by wakes alone and
+        queues none (T3's cap of two completion wakes per cohort): the parent, idle,
+        never gets it."""
+        child = task.child_thread
+        final = work.final.format(ref=ref)
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(20, 90))
+        self._finish_run(child, run, "completed", final)
+        yield 0.2
+        self._report(
+            task,
+            "completed",
+            work_state="result_available",
+            summary=final,
+            result_run=run,
+            delivery="wake",
+        )
+        self._falls_due(self.now + self.settings.delivery_grace)
+
+    def _left_by_restart(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child's run works a while; the orchestrator restarts and its recovery
+        cancels the run; the task stays reported running and nothing resumes it."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(20, 60))
+        env = self.threads[child].env
+        self._emit(
+            "run.finished",
+            env,
+            thread=child,
+            run=run,
+            status="cancelled",
+            summary="",
+            cause="restart",
         )
         self._falls_due(self.now + self.settings.stuck_after)
 
