@@ -84,7 +84,8 @@ def _task_finished(t3: FakeT3, *, completion_wake: str, parent_ends: str) -> tup
     return lead, child
 
 
-def _open_flags(tmp_path, write) -> tuple[list[str], object]:
+def _judged(tmp_path, write) -> tuple[dict, object]:
+    """The rows `write` writes, followed and judged at noon: (tasks' flags, the source)."""
     path = tmp_path / "state.sqlite"
     t3 = FakeT3(path)
     write(t3)
@@ -96,7 +97,12 @@ def _open_flags(tmp_path, write) -> tuple[list[str], object]:
     at = datetime.fromisoformat(d("12:00:00.000"))
     with clock.virtual_clock(at):
         evaluate(source.namespace_id, at)
-    return sorted(_result("records", source.namespace_id)["tasks"][TASK]["open"]), source
+    return _result("records", source.namespace_id)["tasks"], source
+
+
+def _open_flags(tmp_path, write) -> tuple[list[str], object]:
+    tasks, source = _judged(tmp_path, write)
+    return sorted(tasks[TASK]["open"]), source
 
 
 def test_a_result_the_parent_read_reached_it(tmp_path):
@@ -210,18 +216,7 @@ def test_a_wait_call_that_died_and_was_delegated_again_flags_the_duplicate_and_t
         )
         finish(t3, again, PARENT, at=d("09:01:40.000"), text="Lint is clean.")
 
-    path = tmp_path / "state.sqlite"
-    t3 = FakeT3(path)
-    write(t3)
-    t3.close()
-    source, _ = do_create_source("t3-records", scopes="ingest,read")
-    follower = Follower(source, str(path), start="log", evaluate=False)
-    follower.follow()
-    follower.close()
-    at = datetime.fromisoformat(d("12:00:00.000"))
-    with clock.virtual_clock(at):
-        evaluate(source.namespace_id, at)
-    tasks = _result("records", source.namespace_id)["tasks"]
+    tasks, _ = _judged(tmp_path, write)
     assert tasks[second]["open"] == ["duplicate_delegation"]
     flag = Flag.objects.get(task__task_id=second, kind="duplicate_delegation", state="open")
     assert flag.evidence["earlier_task"] == TASK

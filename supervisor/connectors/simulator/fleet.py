@@ -794,16 +794,7 @@ class Fleet:
 
     def _launcher(self):
         for i, parent in enumerate(self.parents):
-            self._thread_state(parent, ORIGIN_ENV)
-            provider, model = PROVIDERS[i % len(PROVIDERS)]
-            self._emit(
-                "thread.seen",
-                ORIGIN_ENV,
-                thread=parent,
-                title=f"{PARENT_TITLES[i % len(PARENT_TITLES)]} ({self.tag}, {i + 1})",
-                provider=provider,
-                model=model,
-            )
+            self._parent_seen(parent, i, PARENT_TITLES[i % len(PARENT_TITLES)])
         yield 1.0
         launched = 0
         while self.task_limit is None or self._planned < self.task_limit:
@@ -859,17 +850,20 @@ class Fleet:
 
     def _quiet_parent(self, launched: int) -> str:
         parent = f"thread:{self.tag}:quiet-lead-{launched + 1}"
+        self._parent_seen(parent, launched, "Lead that waits for a result")
+        return parent
+
+    def _parent_seen(self, parent: str, index: int, title: str) -> None:
         self._thread_state(parent, ORIGIN_ENV)
-        provider, model = PROVIDERS[launched % len(PROVIDERS)]
+        provider, model = PROVIDERS[index % len(PROVIDERS)]
         self._emit(
             "thread.seen",
             ORIGIN_ENV,
             thread=parent,
-            title=f"Lead that waits for a result ({self.tag}, {launched + 1})",
+            title=f"{title} ({self.tag}, {index + 1})",
             provider=provider,
             model=model,
         )
-        return parent
 
     def _episode(self, plan: _Plan):
         work = self.rng.choice(WORKS)
