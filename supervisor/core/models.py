@@ -439,9 +439,11 @@ class FollowState(models.Model):
     # The file followed and how to know it again: a replaced file is imported afresh.
     db_path = models.TextField(default="")
     db_inode = models.BigIntegerField(null=True)
-    db_marker = models.CharField(max_length=300, default="")
+    # Text, not a bounded column: T3's event ids nest encoded ids and run past 300
+    # characters on a real install (PostgreSQL refused them; SQLite does not check).
+    db_marker = models.TextField(default="")
     # The id of the row at `position`: another there means the log was rewritten.
-    last_event_id = models.CharField(max_length=300, default="")
+    last_event_id = models.TextField(default="")
     imported_at = models.DateTimeField(null=True)
     imports = models.IntegerField(default=0)
     rows_read = models.BigIntegerField(default=0)
