@@ -1,6 +1,7 @@
-"""The mapping on the shapes T3 really writes (docs: ../shared/docs/t3code-facts.md,
-and databases written by the real server through the kit): rows are built here as the
-real build writes them, one fact at a time, where no kit scenario plays the case."""
+"""The mapping on the shapes T3 really writes, as read in T3's source and in databases
+the real server wrote through the kit: the rows are built here, one fact at a time,
+where no kit scenario plays the case. Nothing here reads `../shared`: it runs in any
+clone."""
 
 from __future__ import annotations
 
