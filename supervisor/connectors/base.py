@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar
 
 
@@ -112,6 +113,11 @@ class Connector(ABC):
         """Reach the orchestrator without acting and say what answered (for the source's
         settings page); ConnectorError saying why when it cannot be reached."""
         return f"the {self.label} connector has nothing to reach"
+
+    def token_expires(self) -> datetime | None:
+        """When the credential Supervisor acts with stops working, if it says (for the
+        source page's warning); None when it does not expire or cannot tell."""
+        return None
 
     def perform(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if outgoing.kind == "cancel":

@@ -10,7 +10,7 @@ the POST itself, never stored and never cached, so there is no page to come back
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import wraps
 
 from django.conf import settings
@@ -28,6 +28,7 @@ from ninja.errors import HttpError
 from supervisor.api.pagination import decode, encode
 from supervisor.connectors import registry
 from supervisor.connectors.base import ConnectorError, SettingsError
+from supervisor.core import clock
 from supervisor.core.contract import storable
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
 from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread
@@ -128,8 +129,35 @@ def _source_page(request, source: Source, connector_form: ConnectorForm | None =
     return render(
         request,
         "web/admin/source.html",
-        {"nav": "sources", "source": source, "connector_form": connector_form},
+        {
+            "nav": "sources",
+            "source": source,
+            "connector_form": connector_form,
+            "token_expiry": _token_expiry(source),
+        },
     )
+
+
+TOKEN_EXPIRY_WARNING = timedelta(days=7)
+
+
+def _token_expiry(source: Source) -> dict | None:
+    """When the connector's credential stops working, and whether to warn: a token that
+    expires stops every action for the source, with no other sign beforehand."""
+    try:
+        connector = registry.connector_for(source)
+    except SettingsError:
+        return None  # the settings form says what is wrong
+    expires = connector.token_expires() if connector else None
+    if expires is None:
+        return None
+    left = expires - clock.now()
+    return {
+        "at": expires,
+        "expired": left <= timedelta(0),
+        "soon": timedelta(0) < left <= TOKEN_EXPIRY_WARNING,
+        "days": left.days,
+    }
 
 
 @administer_required

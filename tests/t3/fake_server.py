@@ -18,6 +18,9 @@ payload) and answered:
   command is taken (`commands`) and answered `{"sequence": n}`.
 - any other method: a `Defect` frame, as Effect sends for a tag it cannot route.
 
+`GET /api/auth/session` answers what the bearer token may do (`session_scopes`,
+`session_expires`), as T3's session endpoint does.
+
 Before answering, the fake can be told to hold (until `release()`, or its stop), to drop
 the connection instead (`drop_next()`), or to send a `Ping` first (`ping_first`).
 """
@@ -72,6 +75,10 @@ class FakeT3:
         self._sequence = 0
         self._refusal: dict | None = None
         self.unknown_types: set[str] = set()  # command types this "build" does not have
+        # What `GET /api/auth/session` says the token may do; None: no such endpoint.
+        self.session_scopes: list[str] | None = ["orchestration:read", "orchestration:operate"]
+        self.session_expires: str | None = "2027-01-01T00:00:00.000Z"
+        self.session_accepts = True  # False: the endpoint calls every token unauthenticated
         self._upgrade_status: int | None = None
         self._upgrade_body = ""
         self._hold = False
@@ -157,6 +164,8 @@ class FakeT3:
         status, answer = 101, None
         with self._changed:
             forced, body = self._upgrade_status, self._upgrade_body
+        if parts.path == "/api/auth/session":
+            return self._session(connection, authorization)
         if parts.path != "/ws":
             status, answer = 404, {"error": "not_found", "message": f"No route {parts.path}."}
         elif parse_qs(parts.query).get("orchestrationProtocol") != ["2"]:
@@ -186,6 +195,21 @@ class FakeT3:
         response = connection.respond(status, text)
         if not isinstance(answer, str):
             response.headers["Content-Type"] = "application/json"
+        return response
+
+    def _session(self, connection: ServerConnection, authorization: str | None):
+        """T3's `GET /api/auth/session`: what the bearer token may do (404 when the fake
+        plays a build without the endpoint: `session_scopes = None`)."""
+        if self.session_scopes is None:
+            return connection.respond(404, "Not Found")
+        accepted = self.session_accepts and authorization == f"Bearer {self.token}"
+        answer: dict[str, Any] = {"authenticated": accepted}
+        if answer["authenticated"]:
+            answer |= {"scopes": self.session_scopes, "sessionMethod": "bearer-access-token"}
+            if self.session_expires:
+                answer["expiresAt"] = self.session_expires
+        response = connection.respond(200, json.dumps(answer))
+        response.headers["Content-Type"] = "application/json"
         return response
 
     # --- the frames ------------------------------------------------------------------

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
-from . import rpc
+from . import rpc, session
 from . import settings as t3_settings
 
 DISPATCH = "orchestration.dispatchCommand"
@@ -91,14 +92,34 @@ class T3CodeConnector(Connector):
         )
 
     def check_connection(self, *, timeout: float) -> str:
-        answered = rpc.ping(
-            self.settings["url"], self.token(), timeout=min(timeout, self.settings["timeout"])
-        )
+        """Reach T3's RPC server, then ask T3 what the token may do: acting needs
+        `orchestration:operate`, and a check that cannot show it says so."""
+        limit = min(timeout, self.settings["timeout"])
+        answered = rpc.ping(self.settings["url"], self.token(), timeout=limit)
         server = f" (server: {answered.server})" if answered.server else ""
-        return (
+        reached = (
             f"T3 answered at {answered.where}{server}: the token was accepted and its RPC "
             f"server answered a ping in {answered.seconds * 1000:.0f} ms"
         )
+        grant = session.ask(self.settings["url"], self.token(), timeout=limit)
+        if grant is None:
+            return (
+                f"{reached}; this T3 build does not say what a token may do (it has no "
+                f"{session.SESSION_PATH}), so whether it may act shows at the first action"
+            )
+        if not grant.may_act:
+            scopes = ", ".join(grant.scopes) or "none"
+            raise ConnectorError(
+                f"T3 accepts the token but it may not act (its scopes: {scopes}): cancel, "
+                f"continue and deliver need {session.OPERATE}; issue a token with `t3 auth "
+                "session issue --token-only`, which has it",
+                retryable=False,
+            )
+        return f"{reached}; T3 says it may act ({session.OPERATE}){session.until(grant)}"
+
+    def token_expires(self) -> datetime | None:
+        grant = session.read_claims(self.settings["token"] or "")
+        return grant.expires_at if grant else None
 
     def token(self) -> str:
         token = self.settings["token"]
