@@ -41,9 +41,10 @@ class Outgoing:
     text: str | None  # the exact message (deliver and continue); None for cancel
     actor: str  # user:NAME | source:NAME
     reason: str | None = None
+    queued_runs: tuple[str, ...] = ()  # cancel: the target's runs requested, not started
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"queued_runs": list(self.queued_runs)}
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class Connector(ABC):
 
     @abstractmethod
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
-        """Stop the running work of `outgoing.thread_id` (cancel)."""
+        """Stop the running work of `outgoing.thread_id` (cancel): `run_id` under way,
+        and `queued_runs` where the orchestrator can cancel queued work."""
 
     def check_connection(self, *, timeout: float) -> str:
         """Reach the orchestrator without acting and say what answered (for the source's

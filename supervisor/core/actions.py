@@ -27,7 +27,7 @@ from supervisor.connectors.registry import connector_for
 from . import clock, ownership
 from .ingest import apply_events
 from .loader import load_for_task
-from .models import Action, Change, IngestedEvent, Source, Task
+from .models import Action, Change, IngestedEvent, Run, Source, Task
 
 log = logging.getLogger(__name__)
 
@@ -293,12 +293,20 @@ def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | 
         preview.refusal = f"run {run!r} is not a running run of the child thread {child}"
         return
     if run is None and running:
-        run = max(running, key=lambda r: (r.ordinal or 0, r.id)).id
+        # The run under way is the one to stop; work queued behind it is cancelled too.
+        started = [r for r in running if r.started_event] or running
+        run = max(started, key=lambda r: (r.ordinal or 0, r.id)).id
     preview.run = run
     preview.target_thread = child
-    if run:
+    queued = sorted(r.id for r in running if not r.started_event)
+    if run and run not in queued:
         preview.affects.append(f"Run {run} of the child thread {child} is stopped.")
-    else:
+    if queued:
+        preview.affects.append(
+            f"Work queued on the child thread is cancelled where the orchestrator can: run "
+            f"{', '.join(queued)}."
+        )
+    if not run:
         preview.affects.append(
             f"No run of the child thread {child} is known to be running; the orchestrator "
             "is asked to stop the thread's work anyway."
@@ -539,7 +547,21 @@ def outgoing_for(action: Action) -> Outgoing:
         text=action.text,
         actor=action.actor_name,
         reason=action.reason,
+        queued_runs=queued_runs(action) if action.kind == "cancel" else (),
     )
+
+
+def queued_runs(action: Action) -> tuple[str, ...]:
+    """The child's runs requested and not started (the action's own run too, when no run
+    was under way), as the mirror has them when the cancel is sent, not when it was
+    previewed: what queued since is the child's work too."""
+    found = Run.objects.filter(
+        namespace_id=action.task.namespace_id,
+        thread__thread_id=action.target_thread_id,
+        started_event__isnull=True,
+        finished_event__isnull=True,
+    )
+    return tuple(found.order_by("ordinal", "run_id").values_list("run_id", flat=True))
 
 
 def perform(action_id: int) -> str:

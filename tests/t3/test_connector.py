@@ -177,6 +177,86 @@ def test_cancel_interrupts_the_childs_run_with_the_reason(fake):
     ]
 
 
+QUEUED = ("run:thread:child:ordinal:3", "run:thread:child:ordinal:4")
+
+
+def test_cancel_cancels_the_childs_queued_runs_before_interrupting_its_running_one(fake):
+    action = outgoing(
+        kind="cancel",
+        thread_id="thread:child",
+        run_id="run:thread:child:ordinal:2",
+        text=None,
+        queued_runs=QUEUED,
+    )
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    sent = [c.payload for c in fake.calls]
+    assert [(c["type"], c["runId"]) for c in sent] == [
+        ("queued-run.cancel", QUEUED[0]),
+        ("queued-run.cancel", QUEUED[1]),
+        ("run.interrupt", "run:thread:child:ordinal:2"),
+    ]
+    assert {c["threadId"] for c in sent} == {"thread:child"}
+    assert len({c["commandId"] for c in sent}) == 3  # one command id per run
+    assert receipt.as_json()["notes"] == [
+        f"queued run {QUEUED[0]}: cancelled",
+        f"queued run {QUEUED[1]}: cancelled",
+    ]
+
+    # A worker that died after sending sends it all again: T3 answers from its receipts.
+    t3code(fake.url).perform(action, timeout=5)
+    assert len(fake.commands) == 3 and sum(fake.repeats.values()) == 3
+
+
+def test_a_build_without_queued_run_cancel_still_interrupts_and_says_what_stays_queued(fake):
+    fake.unknown_types = {"queued-run.cancel"}
+    action = outgoing(
+        kind="cancel",
+        thread_id="thread:child",
+        run_id="run:thread:child:ordinal:2",
+        text=None,
+        queued_runs=QUEUED[:1],
+    )
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert [c["type"] for c in fake.commands.values()] == ["run.interrupt"]
+    [note] = receipt.as_json()["notes"]
+    assert note == (
+        f"queued run {QUEUED[0]}: not cancelled, this T3 build has no queued-run.cancel (it "
+        "stays queued and may start)"
+    )
+
+
+def test_a_cancel_that_stops_nothing_fails_saying_why(fake):
+    fake.refuse("Queued run is not queued.")
+    action = outgoing(
+        kind="cancel", thread_id="thread:child", run_id=None, text=None, queued_runs=QUEUED[:1]
+    )
+
+    # Nothing under way and the queued run not cancelled: the cancel did nothing.
+    with pytest.raises(ConnectorError, match="no run under way, and its queued work") as caught:
+        t3code(fake.url).perform(action, timeout=5)
+    assert not caught.value.retryable
+    assert "Queued run is not queued." in str(caught.value)
+
+
+def test_cancel_of_a_child_with_only_queued_work_cancels_it(fake):
+    action = outgoing(
+        kind="cancel",
+        thread_id="thread:child",
+        run_id=QUEUED[0],  # the run the preview named: queued, so not interrupted
+        text=None,
+        queued_runs=QUEUED,
+    )
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert [c["type"] for c in fake.commands.values()] == ["queued-run.cancel"] * 2
+    assert receipt.status == "ok"
+
+
 def test_cancel_without_a_known_run_is_refused_before_reaching_t3(fake):
     action = outgoing(kind="cancel", thread_id="thread:child", run_id=None, text=None)
 
@@ -576,6 +656,46 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
             "1",
         )
     ]
+
+
+def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queued_one(stale, fake):
+    task, until = stale
+    source = task.namespace.sources.get(name="t3")
+    running, queued = f"{CHILD}:run:5", f"{CHILD}:run:6"
+    events = [
+        {
+            "id": f"t3c-run{n}-requested",
+            "type": "run.requested",
+            "at": f"2026-11-05T23:20:0{n - 5}.000Z",
+            "data": {"thread": CHILD, "run": run, "ordinal": n, "trigger": {"kind": "message"}},
+        }
+        for n, run in ((5, running), (6, queued))
+    ] + [
+        {
+            "id": "t3c-run5-started",
+            "type": "run.started",
+            "at": "2026-11-05T23:20:00.100Z",
+            "data": {"thread": CHILD, "run": running},
+        }
+    ]
+    assert not apply_events(source, events).rejected
+    with clock.virtual_clock(until):
+        preview = preview_action(task, "cancel")
+        # The run under way is stopped, though a later one is queued behind it.
+        assert preview.run == running
+        assert preview.affects[1] == (
+            "Work queued on the child thread is cancelled where the orchestrator can: run "
+            f"{queued}."
+        )
+        action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
+        assert actions.perform(action.pk) == "succeeded"
+
+    assert [(c["type"], c["runId"]) for c in fake.commands.values()] == [
+        ("queued-run.cancel", queued),
+        ("run.interrupt", running),
+    ]
+    action.refresh_from_db()
+    assert action.response["notes"] == [f"queued run {queued}: cancelled"]
 
 
 def test_cancel_with_no_running_run_is_refused_before_anything_is_sent(stale, fake):

@@ -4,7 +4,8 @@ call on T3's WebSocket API (`rpc`).
 - continue and deliver: `message.dispatch` of the action's text to its target thread
   (the child for continue, the parent for deliver), as a user message; T3 starts a run,
   steers the active one or queues after it (`deliveryIntent: auto`).
-- cancel: `run.interrupt` of the child's running run, holding the thread's queue.
+- cancel: `queued-run.cancel` of each run queued on the child, then `run.interrupt` of
+  its running run, holding the thread's queue.
 
 The command id (and the message id) derive from the action's idempotency key: T3 takes a
 command id once and answers a resend with the first result, so a worker that dies after
@@ -65,14 +66,45 @@ class T3CodeConnector(Connector):
         return "disposed"
 
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
-        if not outgoing.run_id:
+        if not outgoing.run_id and not outgoing.queued_runs:
             # T3 stops runs, not threads: without a run there is nothing to name.
             raise ConnectorError(
                 "no running run of the child is known to stop; wait until its run is "
                 "reported, then cancel again",
                 retryable=False,
             )
-        return self.dispatch(run_interrupt(outgoing), timeout=timeout)
+        # Queued work first: a build that drops `holdQueue` starts the queue the moment
+        # the running run stops.
+        notes = [self.cancel_queued(outgoing, run, timeout=timeout) for run in outgoing.queued_runs]
+        if outgoing.run_id and outgoing.run_id not in outgoing.queued_runs:
+            receipt = self.dispatch(run_interrupt(outgoing), timeout=timeout)
+        elif any(note.endswith(": cancelled") for note in notes):
+            receipt = Receipt(status="ok", detail="queued runs cancelled")
+        else:
+            raise ConnectorError(
+                f"the child has no run under way, and its queued work was not cancelled: "
+                f"{'; '.join(notes)}",
+                retryable=False,
+            )
+        if notes:
+            receipt.extra["notes"] = notes
+        return receipt
+
+    def cancel_queued(self, outgoing: Outgoing, run: str, *, timeout: float) -> str:
+        """`queued-run.cancel` of one queued run; what came of it, in words. A refusal is
+        noted, not raised: the run may have started since, and the cancel goes on."""
+        try:
+            self.dispatch(queued_run_cancel(outgoing, run), timeout=timeout)
+        except ConnectorError as exc:
+            if exc.retryable:
+                raise  # the whole cancel is sent again, under the same command ids
+            if _unknown_command(exc):
+                return (
+                    f"queued run {run}: not cancelled, this T3 build has no queued-run.cancel "
+                    "(it stays queued and may start)"
+                )
+            return f"queued run {run}: not cancelled ({exc})"
+        return f"queued run {run}: cancelled"
 
     def dispatch(self, command: dict[str, Any], *, timeout: float) -> Receipt:
         """Send `command` once; a Receipt when T3 took it, ConnectorError otherwise."""
@@ -167,6 +199,20 @@ def run_interrupt(outgoing: Outgoing) -> dict[str, Any]:
         # Newer builds start the thread's queued runs right after an interrupt unless told
         # to hold them; builds without the field drop it (facts §9).
         "holdQueue": True,
+    }
+
+
+def queued_run_cancel(outgoing: Outgoing, run: str) -> dict[str, Any]:
+    """Cancel `run`, queued on `outgoing.thread_id` (a run not started cannot be
+    interrupted: T3 answers "Run … is not interruptible.")."""
+    return {
+        "type": "queued-run.cancel",
+        # One command per run: the run's id, hashed, keeps the command id short.
+        "commandId": derived_id(
+            f"queued-cancel:{hashlib.sha256(run.encode()).hexdigest()[:16]}", outgoing
+        ),
+        "threadId": outgoing.thread_id,
+        "runId": run,
     }
 
 
