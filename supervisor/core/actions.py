@@ -284,7 +284,26 @@ def _preview_continue(preview: Preview, child: str | None, message: str | None) 
         )
 
 
+def nothing_to_cancel(snap, view) -> str | None:
+    """Why a cancel cannot apply to the task now, or None: its report is terminal and no
+    run of its child is under way (a task reported failed whose child goes on can still
+    be stopped)."""
+    report = view.current_report
+    if report is None or not report.terminal:
+        return None
+    child = ownership.child_thread(snap, view)
+    if child and any(r.thread == child and not r.finished for r in snap.runs.values()):
+        return None
+    return (
+        f"the task has finished ({report.status}) and no run of its child is under way: "
+        "there is nothing to cancel"
+    )
+
+
 def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | None) -> None:
+    if unfit := nothing_to_cancel(snap, view):
+        preview.refusal = unfit
+        return
     if child is None:
         preview.refusal = "the task's child thread is not known yet: there is nothing to stop"
         return

@@ -21,6 +21,7 @@ from ninja.errors import HttpError
 from supervisor.api.pagination import decode, encode
 from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
 from supervisor.core import ownership
+from supervisor.core.actions import nothing_to_cancel
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
 from supervisor.core.rules import RULES
@@ -411,18 +412,29 @@ ACTION_LABELS = {
 }
 
 
-def suggested_actions(open_flags: list[Flag]) -> list[dict]:
-    """The actions the open flags call for (flag_words), each with the flags behind it."""
+def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = None) -> list[dict]:
+    """The actions the open flags call for (flag_words), each with the flags behind it;
+    an action the task's state rules out carries why (`unfit`) and gets no button."""
     by_kind: dict[str, list[str]] = defaultdict(list)
     for flag in open_flags:
         action = words_for(flag.kind).action
         if action in ACTION_LABELS:
             by_kind[action].append(flag.kind)
     return [
-        {"kind": kind, "label": ACTION_LABELS[kind], "flags": sorted(set(by_kind[kind]))}
+        {
+            "kind": kind,
+            "label": ACTION_LABELS[kind],
+            "flags": sorted(set(by_kind[kind])),
+            "unfit": (unfit or {}).get(kind),
+        }
         for kind in (DELIVER, CONTINUE, CANCEL)
         if kind in by_kind
     ]
+
+
+def _unfit_actions(snap, view) -> dict[str, str]:
+    unfit = nothing_to_cancel(snap, view)
+    return {CANCEL: unfit} if unfit else {}
 
 
 def task_detail_context(task: Task, can_act: bool) -> dict:
@@ -439,7 +451,9 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
         "actions": actions[::-1],
-        "suggested": suggested_actions([f for f in flags if f.state == Flag.OPEN]),
+        "suggested": suggested_actions(
+            [f for f in flags if f.state == Flag.OPEN], _unfit_actions(snap, view)
+        ),
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,

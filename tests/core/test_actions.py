@@ -169,16 +169,55 @@ def test_previews_say_why_not(stale):
     assert not Action.objects.exists()
 
 
+def child_run_under_way(task: Task, until) -> str:
+    """A new run of the task's child, started and not finished (a continue's, say)."""
+    child = task.child_thread.thread_id
+    run = f"{child}#under-way"
+    at = (until - timedelta(minutes=1)).isoformat().replace("+00:00", "Z")
+    events = [
+        {
+            "id": "under-way-requested",
+            "type": "run.requested",
+            "at": at,
+            "data": {"thread": child, "run": run, "ordinal": 9, "trigger": {"kind": "other"}},
+        },
+        {
+            "id": "under-way-started",
+            "type": "run.started",
+            "at": at,
+            "data": {"thread": child, "run": run},
+        },
+    ]
+    assert not apply_events(task.namespace.sources.get(), events).rejected
+    return run
+
+
+def test_cancel_of_a_finished_task_with_nothing_under_way_is_refused(stale, receiver):
+    # The field's report: cancel was offered on a task that had completed, and confirming
+    # it "cancelled" a finished task.
+    task, until = stale
+    with clock.virtual_clock(until):
+        preview = preview_action(task, "cancel")
+        assert preview.refusal == (
+            "the task has finished (completed) and no run of its child is under way: there "
+            "is nothing to cancel"
+        )
+        with pytest.raises(ActionRefused):
+            do_request_action(task, "cancel", actor="user:op")
+    assert receiver.deliveries == []
+
+
 def test_continue_and_cancel_target_the_child(stale, receiver):
     task, until = stale
     child = task.child_thread.thread_id
+    run = child_run_under_way(task, until)
     with clock.virtual_clock(until):
         cont = preview_action(task, "continue")
         assert cont.target_thread == child and "Continue the task" in cont.text
         own = preview_action(task, "continue", message="  go on with the port  ")
         assert own.text == "go on with the port"
         cancel = preview_action(task, "cancel")
-        assert cancel.target_thread == child and cancel.text is None
+        assert cancel.target_thread == child and cancel.text is None and cancel.run == run
         action, _ = do_request_action(task, "cancel", actor="source:t3", reason="duplicate")
         assert actions.perform(action.pk) == "succeeded"
     sent = receiver.deliveries[0]["action"]
@@ -194,6 +233,7 @@ def test_the_simulated_orchestrator_answers_each_action(stale):
     source.connector, source.connector_settings = "simulator", {}
     source.save()
     child = task.child_thread
+    child_run_under_way(task, until)  # what cancel stops
     runs_before = child.runs.count()
     with clock.virtual_clock(until + timedelta(minutes=1)):
         for kind in ("deliver", "continue", "cancel"):

@@ -700,6 +700,15 @@ def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queue
 
 def test_cancel_with_no_running_run_is_refused_before_anything_is_sent(stale, fake):
     task, until = stale  # every run of the child has finished
+    # ... and the task is reported running again, so the cancel is not refused as one of
+    # a finished task: T3's own limit is what refuses it.
+    again = {
+        "id": "t3c-running-again",
+        "type": "task.reported",
+        "at": "2026-11-05T23:30:00.000Z",
+        "data": {"task": task.task_id, "status": "running"},
+    }
+    assert not apply_events(task.namespace.sources.get(name="t3"), [again]).rejected
     with clock.virtual_clock(until):
         preview = preview_action(task, "cancel")
         assert "nothing to stop" in preview.refusal and "T3 Code stops runs" in preview.refusal

@@ -60,7 +60,6 @@ def action_url(task, kind):
     [
         (STALE, "deliver", "Deliver the latest result"),
         (TRANSIENT, "continue", "Continue the child"),
-        (DUPLICATE, "cancel", "Cancel the task"),
     ],
 )
 def test_the_task_page_suggests_the_action_its_flags_call_for(
@@ -71,6 +70,19 @@ def test_the_task_page_suggests_the_action_its_flags_call_for(
     suggested = html.split('class="suggested-action"')[1:]
     assert len(suggested) == 1, suggested
     assert action_url(task, kind) in suggested[0] and label in suggested[0]
+
+
+def test_a_finished_task_is_never_offered_cancel(operator_client, fleet):
+    # Seed 002's duplicate completed (and was handed on): its duplicate_delegation flag
+    # calls for cancel, but there is nothing left to stop.
+    task = fleet[DUPLICATE]
+    html = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    [suggested] = [part.split("</p>")[0] for part in html.split('class="suggested-action')[1:]]
+    assert action_url(task, "cancel") not in suggested
+    assert "Cancel the task: not now" in suggested
+    assert "the task has finished (completed) and no run of its child is under way" in suggested
+    preview = operator_client.get(action_url(task, "cancel")).content.decode()
+    assert "nothing to cancel" in preview and 'name="key"' not in preview
 
 
 def test_a_viewer_sees_no_action_and_may_not_preview(client, operator, fleet):
@@ -129,9 +141,9 @@ def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
 
 
 def test_the_outcome_shows_on_the_page(operator_client, fleet, receiver):
-    task = fleet[DUPLICATE]
+    task = fleet[TRANSIENT]
     operator_client.post(
-        action_url(task, "cancel"), previewed(operator_client, task, "cancel", reason="duplicate")
+        action_url(task, "continue"), previewed(operator_client, task, "continue", reason="429")
     )
     receiver.refuse(status=422, body="no such run")
     action = Action.objects.get()
