@@ -339,25 +339,32 @@ def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | 
         )
 
 
-def _bind_connector(preview: Preview) -> None:
-    source = acting_source(preview.task)
+def cannot_act(task: Task, kind: str):
+    """(why no connector can send `kind` for the task, or None; the source, the connector)."""
+    source = acting_source(task)
     if source is None:
-        preview.refusal = (
-            f"no source of namespace {preview.task.namespace.name!r} has a connector: bind "
-            "one (Sources page) so Supervisor can act"
+        return (
+            f"no source of namespace {task.namespace.name!r} has a connector: bind one "
+            "(Sources page) so Supervisor can act",
+            None,
+            None,
         )
-        return
     try:
         connector = connector_for(source)
     except SettingsError as exc:
-        preview.refusal = f"source {source.name}'s connector is misconfigured: {exc}"
+        return f"source {source.name}'s connector is misconfigured: {exc}", source, None
+    if not connector.capabilities().allows(kind):
+        what = "stop runs" if kind == "cancel" else "send messages"
+        return f"the {connector.label} connector of {source.name} cannot {what}", source, None
+    return None, source, connector
+
+
+def _bind_connector(preview: Preview) -> None:
+    refusal, source, connector = cannot_act(preview.task, preview.kind)
+    if refusal:
+        preview.refusal = refusal
         return
-    capabilities = connector.capabilities()
-    if not capabilities.allows(preview.kind):
-        what = "stop runs" if preview.kind == "cancel" else "send messages"
-        preview.refusal = f"the {connector.label} connector of {source.name} cannot {what}"
-        return
-    if preview.kind == "cancel" and preview.run is None and capabilities.stop_needs_run:
+    if preview.kind == "cancel" and preview.run is None and connector.capabilities().stop_needs_run:
         preview.refusal = (
             f"no run of the child thread {preview.target_thread} is running, and "
             f"{connector.label} stops runs, not threads: there is nothing to stop"

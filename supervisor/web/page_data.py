@@ -21,7 +21,7 @@ from ninja.errors import HttpError
 from supervisor.api.pagination import decode, encode
 from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
 from supervisor.core import ownership
-from supervisor.core.actions import nothing_to_cancel
+from supervisor.core.actions import cannot_act, nothing_to_cancel
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
 from supervisor.core.rules import RULES
@@ -432,9 +432,16 @@ def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = Non
     ]
 
 
-def _unfit_actions(snap, view) -> dict[str, str]:
-    unfit = nothing_to_cancel(snap, view)
-    return {CANCEL: unfit} if unfit else {}
+def _unfit_actions(task: Task, snap, view, open_flags: list[Flag]) -> dict[str, str]:
+    """Why an action the open flags call for cannot be sent now: the task's state, or no
+    connector that can."""
+    called = {words_for(flag.kind).action for flag in open_flags}
+    unfit = {}
+    for kind in called & set(ACTION_LABELS):
+        why = nothing_to_cancel(snap, view) if kind == CANCEL else None
+        if why := why or cannot_act(task, kind)[0]:
+            unfit[kind] = why
+    return unfit
 
 
 def task_detail_context(task: Task, can_act: bool) -> dict:
@@ -442,6 +449,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
     flags = list(task.flags.order_by("state", "-opened_at", "-pk"))
+    open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
     return {
         "task": task,
@@ -451,9 +459,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
         "actions": actions[::-1],
-        "suggested": suggested_actions(
-            [f for f in flags if f.state == Flag.OPEN], _unfit_actions(snap, view)
-        ),
+        "suggested": suggested_actions(open_flags, _unfit_actions(task, snap, view, open_flags)),
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,

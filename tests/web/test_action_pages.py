@@ -163,6 +163,19 @@ def test_a_refusal_is_shown_instead_of_a_confirm_button(operator_client, fleet):
     assert 'name="key"' not in html
 
 
+def test_no_action_is_offered_where_no_connector_can_send_it(operator_client, fleet):
+    # The field's report: Deliver was the main button on a source with no connector.
+    task = fleet[STALE]
+    source = task.namespace.sources.get()
+    source.connector = ""
+    source.save()
+    html = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    [suggested] = [part.split("</p>")[0] for part in html.split('class="suggested-action')[1:]]
+    assert "Deliver the latest result: not now" in suggested
+    assert "has a connector: bind one (Sources page)" in suggested
+    assert action_url(task, "deliver") not in suggested
+
+
 def test_an_unknown_action_is_404(operator_client, fleet):
     assert operator_client.get(action_url(fleet[STALE], "explode")).status_code == 404
 
