@@ -72,5 +72,11 @@ def preview_json(preview) -> dict:
         "source": preview.source.name if preview.source else None,
         "connector": preview.connector_label or None,
         "affects": preview.affects,
+        # deliver: the child's other finished runs with a result, choosable as `run`
+        "other_results": [
+            {k: r[k] for k in ("run", "ordinal", "owned", "why")}
+            | {"finished_at": r["finished_at"].isoformat() if r["finished_at"] else None}
+            for r in preview.other_results
+        ],
         "preview": preview.digest if preview.allowed else None,
     }

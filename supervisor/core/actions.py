@@ -90,6 +90,8 @@ class Preview:
     affects: list[str] = field(default_factory=list)
     refusal: str | None = None  # why it cannot be done; None when it can
     status: int = 409
+    # deliver: the child's other finished runs with a result, any of which may be chosen
+    other_results: list[dict] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -198,25 +200,56 @@ def preview_action(
     return preview
 
 
+# Why a run of the child is not the task's own (§4), in an operator's words.
+NOT_OWNED_BECAUSE = {
+    "message": "started by a message to the child, not by the task",
+    "wake": "a wake's run",
+    "restart": "restarted from a run the task does not own",
+    "background": "started by background work the task does not own",
+    "scheduled": "a scheduled run",
+}
+
+
 def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     task = preview.task
     if not task.parent_thread_id:
         preview.refusal = "the task's parent thread is not known: there is nobody to deliver to"
         return
     owned = {r.id: r for r in ownership.owned_runs(snap, view)}
+    # Any finished run of the child with a result may be handed over, owned or not: a
+    # child told to go on by a message may finish the task's real work in a run the
+    # task does not own. The operator chooses; the preview says which is which.
+    child = ownership.child_thread(snap, view)
+    results = {
+        r.id: r
+        for r in snap.runs_by_thread.get(child or "", [])
+        if r.finished and r.summary is not None
+    }
     if run is None:
         latest = ownership.latest_result_run(snap, view)
         if latest is None:
             preview.refusal = "no owned run of this task has finished with a result yet"
+            _list_results(preview, results, owned, chosen=None)
             return
         run = latest.id
-    chosen = owned.get(run)
+    chosen = owned.get(run) or results.get(run)
     if chosen is None:
-        preview.refusal, preview.status = f"run {run!r} is not owned by task {task.task_id}", 400
+        preview.refusal, preview.status = (
+            f"run {run!r} is not owned by task {task.task_id} and is not a finished run of "
+            "its child thread",
+            400,
+        )
         return
     if not chosen.finished or chosen.summary is None:
         preview.refusal = f"run {run} has not finished with a result yet"
         return
+    _list_results(preview, results, owned, chosen=run)
+    if run not in owned:
+        why = NOT_OWNED_BECAUSE.get(chosen.trigger_kind or "", "not started by the task")
+        preview.affects.append(
+            f"Run {run} is not owned by the task ({why}): its result is handed over "
+            "because you chose it."
+        )
     done = (
         Action.objects.filter(task=task, kind="deliver", run_id=run, state__in=LIVE_DELIVERY_STATES)
         .order_by("pk")
@@ -371,6 +404,24 @@ def _bind_connector(preview: Preview) -> None:
         )
         return
     preview.source, preview.connector_label = source, connector.label
+
+
+def _list_results(preview: Preview, results: dict, owned: dict, *, chosen: str | None) -> None:
+    """The child's finished runs with a result, other than the one chosen, newest first."""
+    preview.other_results = [
+        {
+            "run": r.id,
+            "ordinal": r.ordinal,
+            "owned": r.id in owned,
+            "why": None
+            if r.id in owned
+            else NOT_OWNED_BECAUSE.get(r.trigger_kind or "", "not started by the task"),
+            "finished_at": r.finished_at,
+            "summary": r.summary,
+        }
+        for r in sorted(results.values(), key=lambda r: (r.ordinal or 0, r.id), reverse=True)
+        if r.id != chosen
+    ]
 
 
 # --- request ------------------------------------------------------------------------

@@ -243,6 +243,16 @@ def handed(snap: Snapshot, task: TaskView) -> list[Handing]:
     return handings
 
 
+def delivered_by_hand(snap: Snapshot, task: TaskView) -> list[Handing]:
+    """Deliveries of T's results by hand (manual wakes naming T), for what a person reads
+    as "what the parent was given"; the rules judge by `handed` and `reaching_wake`."""
+    return [
+        Handing(wake.summary, f"delivery by hand (wake {wake.id})", wake.queued_event)
+        for wake in _wakes_to_parent(snap, task)
+        if wake.source_kind == "manual" and wake.source_task == task.id and wake.summary
+    ]
+
+
 def reaching_wake(snap: Snapshot, task: TaskView, text: str | None) -> WakeView | None:
     """The first wake that brought `text` to T's parent thread, if any.
 

@@ -389,7 +389,7 @@ def _timeline(snap, view, detail, actions) -> list[Step]:
 
 def _handed(snap, view, latest: str | None) -> list[dict]:
     by_text: dict[str, list[str]] = defaultdict(list)
-    for handing in ownership.handed(snap, view):
+    for handing in [*ownership.handed(snap, view), *ownership.delivered_by_hand(snap, view)]:
         by_text[handing.text].append(handing.via)
     handed = []
     for text, vias in by_text.items():

@@ -173,6 +173,14 @@ def test_a_preview_answers_what_would_be_sent_and_its_digest(client, acting):
                      acting.token)  # fmt: skip
     assert confirmed.status_code == 202
     assert Action.objects.get().text == body["text"]
+    # The child's other finished runs with a result, any of which may be chosen as `run`.
+    others = body["other_results"]
+    assert others and {r["run"] for r in others} <= {
+        f"thread:delegated-task:retry-port:run:{n}" for n in (1, 2, 3, 4)
+    }
+    assert body["run"] not in {r["run"] for r in others}
+    assert all(set(r) == {"run", "ordinal", "owned", "why", "finished_at"} for r in others)
+    assert [r["ordinal"] for r in others] == sorted((r["ordinal"] for r in others), reverse=True)
 
 
 def test_a_request_whose_preview_changed_is_refused_with_the_new_preview(client, acting):

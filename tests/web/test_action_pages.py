@@ -2,6 +2,7 @@
 request (idempotent on a double submit) and its outcome on the page."""
 
 from datetime import datetime
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -174,6 +175,56 @@ def test_no_action_is_offered_where_no_connector_can_send_it(operator_client, fl
     assert "Deliver the latest result: not now" in suggested
     assert "has a connector: bind one (Sources page)" in suggested
     assert action_url(task, "deliver") not in suggested
+
+
+REAL_ANSWER = (
+    "Reviewed and fixed the codemode change: 3 files changed (await.ts, all_settled.ts, "
+    "index.ts); tests pass."
+)
+
+
+def test_the_childs_real_answer_from_a_run_the_task_does_not_own_can_be_handed_over(
+    operator_client, fleet, receiver
+):
+    # Seed 002: the task failed on a passing error; a message made the child go on and
+    # its run 2 finished with the real answer, which the task does not own. Deliver
+    # would re-send the error text; the preview offers run 2 instead.
+    task = fleet[TRANSIENT]
+    first = operator_client.get(action_url(task, "deliver")).content.decode()
+    assert "Failed to authenticate" in first.split('class="sent-text"')[1].split("</pre>")[0]
+    run2 = "thread:delegated-task:a1#2"
+    offer = first.split('class="other-results"')[1].split("</ul>")[0]
+    assert (
+        "Deliver run 2&#x27;s result instead" in offer or "Deliver run 2's result instead" in offer
+    )
+    assert "not owned: started by a message to the child, not by the task" in offer
+    assert REAL_ANSWER[:60] in offer
+
+    # The second click: the preview of run 2, which says it is not the task's own.
+    chosen_url = f"{action_url(task, 'deliver')}?run={quote(run2, safe='')}"
+    assert escape(chosen_url) in offer
+    chosen = operator_client.get(chosen_url).content.decode()
+    assert REAL_ANSWER in chosen.split('class="sent-text"')[1]
+    assert "is not owned by the task (started by a message" in chosen
+    form = confirm_form(chosen)
+    assert form["run"] == run2
+    operator_client.post(action_url(task, "deliver"), {**form, "reason": "the real answer"})
+
+    action = Action.objects.get(task=task, kind="deliver")
+    assert action.run_id == run2 and action.text.endswith(REAL_ANSWER)
+    assert actions.perform(action.pk) == "succeeded"
+    [sent] = receiver.deliveries
+    assert sent["action"]["run_id"] == run2 and sent["action"]["thread_id"] == "thread:smart-loop"
+    # What the parent was given now holds the real answer.
+    page = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    assert REAL_ANSWER in page.split('class="card given"')[1].split('class="card latest"')[0]
+
+
+def test_a_run_of_another_thread_cannot_be_handed_over(fleet):
+    task = fleet[TRANSIENT]
+    preview = actions.preview_action(task, "deliver", run="thread:delegated-task:a2#1")
+    assert preview.status == 400
+    assert "is not a finished run of its child thread" in preview.refusal
 
 
 def test_an_unknown_action_is_404(operator_client, fleet):
