@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from . import clock
 from .models import Change, Flag, Task
@@ -73,6 +74,20 @@ def do_update_evidence(flag: Flag, evidence: dict) -> None:
         if Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(evidence=evidence):
             flag.evidence = evidence
             _change(flag, "flag.updated")
+
+
+def awaiting_attention(now: datetime) -> Q:
+    """Open flags nobody has taken up: not acknowledged, and not snoozed past `now`.
+    They are what an operator's counts, title and "needing action" show; the others
+    stay open (the condition holds) but are shown apart."""
+    return Q(state=Flag.OPEN, acknowledged_at__isnull=True) & (
+        Q(snoozed_until__isnull=True) | Q(snoozed_until__lte=now)
+    )
+
+
+def taken_up(now: datetime) -> Q:
+    """Open flags someone acknowledged, or snoozed until after `now`."""
+    return Q(state=Flag.OPEN) & (Q(acknowledged_at__isnull=False) | Q(snoozed_until__gt=now))
 
 
 class FlagActionError(ValueError):

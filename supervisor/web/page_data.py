@@ -13,20 +13,22 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.db import connection
-from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery, Value
+from django.db.models import Case, Count, Exists, Max, Min, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
 from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
-from supervisor.core import ownership
+from supervisor.core import clock, ownership
 from supervisor.core.actions import cannot_act, nothing_to_cancel
+from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
 from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
+from supervisor.notify.severity import RANK, SEVERITY, WARNING
 
 from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
 from .word_diff import same_words, word_diff
@@ -50,7 +52,8 @@ def last_change_id() -> int:
 
 
 def open_flag_count() -> int:
-    return Flag.objects.filter(state=Flag.OPEN).count()
+    """The tab title's count: open flags nobody has taken up (acknowledged or snoozed)."""
+    return Flag.objects.filter(awaiting_attention(clock.now())).count()
 
 
 def live_context(view: str, pk: int | None = None) -> dict:
@@ -101,35 +104,52 @@ def _open_flags_exist():
 # --- overview -----------------------------------------------------------------------
 
 
-def _needing_action() -> list[Task]:
-    """The known tasks with open flags, the most recently flagged first (ties: newest
-    task), each with `last_flag_at`. Grouped from the open flags (few, and indexed), not
+def _needing_action(now: datetime) -> list[Task]:
+    """The known tasks with flags awaiting attention, the most severe first, then the
+    one that has waited longest (since its oldest such flag opened), each with
+    `severity` and `waiting_since`. Grouped from the open flags (few, and indexed), not
     aggregated over every task: two queries whatever the number of tasks."""
     # The task's `known` as a scalar subquery (one index probe per open flag): a join
     # would read the whole task table.
     known = Subquery(Task.objects.filter(pk=OuterRef("task_id")).values("known")[:1])
+    rank = Case(
+        *[When(kind=kind, then=Value(RANK[level])) for kind, level in SEVERITY.items()],
+        default=Value(RANK[WARNING]),
+    )
     latest = list(
-        Flag.objects.filter(state=Flag.OPEN, task__isnull=False)
+        Flag.objects.filter(awaiting_attention(now), task__isnull=False)
         .annotate(task_known=known)
         .filter(task_known=True)
         .values("task_id")
-        .annotate(last_flag_at=Max("opened_at"))
-        .order_by("-last_flag_at", "-task_id")
-        .values_list("task_id", "last_flag_at")[:NEEDS_ACTION_LIMIT]
+        .annotate(worst=Max(rank), waiting_since=Min("opened_at"))
+        .order_by("-worst", "waiting_since", "task_id")
+        .values_list("task_id", "worst", "waiting_since")[:NEEDS_ACTION_LIMIT]
     )
-    tasks = _tasks().in_bulk([pk for pk, _ in latest])
+    tasks = _tasks().in_bulk([pk for pk, _, _ in latest])
+    words = {rank: level for level, rank in RANK.items()}
     needing = []
-    for pk, last_flag_at in latest:
+    for pk, worst, waiting_since in latest:
         task = tasks.get(pk)
         if task is None:  # deleted in between
             continue
-        task.last_flag_at = last_flag_at
+        task.severity, task.waiting_since = words[worst], waiting_since
         needing.append(task)
     return needing
 
 
+def _taken_up(now: datetime) -> list[Flag]:
+    """Open flags of known tasks someone acknowledged or snoozed: shown apart, with who
+    and until when, newest first."""
+    return list(
+        Flag.objects.filter(taken_up(now), task__known=True)
+        .select_related("task", "acknowledged_by")
+        .order_by("-opened_at", "-pk")[:NEEDS_ACTION_LIMIT]
+    )
+
+
 def overview_context(can_act: bool) -> dict:
-    open_flags = Flag.objects.filter(state=Flag.OPEN)
+    now = clock.now()
+    open_flags = Flag.objects.filter(awaiting_attention(now))
     by_kind = list(open_flags.values("kind").annotate(n=Count("pk")).order_by("-n", "kind"))
     # Each open flag's environment through a scalar subquery (an index probe per flag),
     # not a join, which would read the whole task table.
@@ -145,7 +165,8 @@ def overview_context(can_act: bool) -> dict:
         .annotate(n=Count("pk"))
         .order_by("-n", "environment")
     )
-    needing = _needing_action()
+    needing = _needing_action(now)
+    taken = _taken_up(now)
     latest = list(
         _tasks().filter(~_open_flags_exist()).order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
     )
@@ -154,8 +175,12 @@ def overview_context(can_act: bool) -> dict:
         .select_related("namespace")
         .order_by("name")
     )
+    # Silent sources and thread flags stay in front even when taken up: they say what
+    # the rest of the page can be trusted for.
     other_flags = list(
-        open_flags.filter(subject_type__in=("source", "thread")).order_by("-opened_at", "-pk")
+        Flag.objects.filter(state=Flag.OPEN, subject_type__in=("source", "thread")).order_by(
+            "-opened_at", "-pk"
+        )
     )
     thread_ids = {f.subject_id for f in other_flags if f.subject_type == "thread"}
     thread_pks: dict[tuple[int, str], int] = {}
@@ -184,6 +209,9 @@ def overview_context(can_act: bool) -> dict:
             for row in by_env
         ],
         "needing": task_rows(needing),
+        "taken_up": taken,
+        "now": now,
+        "taken_up_count": Flag.objects.filter(taken_up(now)).count(),
         "latest": [{"task": t, "flags": []} for t in latest],
         "sources": [{"source": s, "silent": s.name in silent_names} for s in sources],
         "silent_flags": silent,

@@ -101,8 +101,8 @@ def test_a_flag_appears_live_and_can_be_acknowledged(new_page, live_app, acting_
     stale.refresh_from_db()
     assert stale.acknowledged_at is not None
     assert stale.acknowledged_by_id == acting_user.pk
-    # Acknowledged is still open: the count in the title stays.
-    expect(page).to_have_title(re.compile(rf"^\({count}\) "))
+    # Acknowledged, it stays open but is taken up: the title counts what awaits attention.
+    expect(page).to_have_title(re.compile(rf"^\({count - 1}\) "))
 
 
 def test_a_task_created_while_the_list_is_open_shows_up(new_page, live_app, acting_user, source):

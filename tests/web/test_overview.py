@@ -1,13 +1,16 @@
 """The overview: open flags by kind and environment, tasks needing action first, each
 source's data as of, silent sources in front."""
 
+from datetime import timedelta
+
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
+from supervisor.core.flags import do_acknowledge_flag, do_open_flag, do_snooze_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag, Task
 from supervisor.core.snapshot import Finding
+from supervisor.web.page_data import open_flag_count
 from tests.factories import make_tasks, task_events
 
 pytestmark = pytest.mark.django_db
@@ -33,16 +36,59 @@ def test_open_flags_are_counted_by_the_tasks_environment(client, viewer, source)
     assert '<span class="n">1</span> default</a>' in html
 
 
-def test_tasks_needing_action_come_first_most_recently_flagged_first(client, viewer, source):
+def needing_part(html: str) -> str:
+    part = html[html.index("Tasks needing action") : html.index("Latest tasks without")]
+    return part.split('id="taken-up-h"')[0]
+
+
+def test_tasks_needing_action_come_most_severe_first_then_longest_waiting(client, viewer, source):
+    make_tasks(source, 4)
+    start = clock.now()
+    opened = [(2, "stuck", 0), (0, "stuck", 5), (3, "stale_result", 10)]  # minutes after
+    for n, kind, minutes in opened:
+        finding = Finding(kind, "task", f"task:t{n}", {"text": "quiet"})
+        do_open_flag(source.namespace_id, finding, start + timedelta(minutes=minutes))
+    client.force_login(viewer)
+    with clock.virtual_clock(start + timedelta(hours=1)):
+        html = client.get("/").content.decode()
+    needing = needing_part(html)
+    # The critical one first though it is the newest; then the warnings, oldest first.
+    assert needing.index("Task 3") < needing.index("Task 2") < needing.index("Task 0")
+    assert "Task 1" not in needing
+    assert '<span class="severity severity-critical">critical</span>' in needing
+    assert "Task 1" in html[html.index("Latest tasks without") :]
+
+
+def test_acknowledged_and_snoozed_flags_leave_the_counts_and_are_shown_apart(
+    client, viewer, operator, source
+):
     make_tasks(source, 3)
-    for n in (2, 0):  # task 0 flagged last
-        finding = Finding("stuck", "task", f"task:t{n}", {"text": "quiet"})
-        do_open_flag(source.namespace_id, finding, clock.now())
+    now = clock.now()
+    flags = [
+        do_open_flag(
+            source.namespace_id, Finding("stuck", "task", f"task:t{n}", {"text": "quiet"}), now
+        )
+        for n in range(3)
+    ]
+    assert open_flag_count() == 3
+    do_acknowledge_flag(flags[0], now, by=operator)
+    do_snooze_flag(flags[1], now + timedelta(hours=4), now)
+
+    assert open_flag_count() == 1  # the tab title's count
     client.force_login(viewer)
     html = client.get("/").content.decode()
-    needing = html[html.index("Tasks needing action") : html.index("Latest tasks without")]
-    assert needing.index("Task 0") < needing.index("Task 2") and "Task 1" not in needing
-    assert "Task 1" in html[html.index("Latest tasks without") :]
+    assert "1 open flag " in html and "and 2 taken up (acknowledged or snoozed)" in html
+    needing = needing_part(html)
+    assert "Task 2" in needing and "Task 0" not in needing and "Task 1" not in needing
+    taken = html[html.index('id="taken-up-h"') :]
+    assert f"acknowledged by {operator.get_username()}" in taken
+    assert "snoozed until" in taken
+
+    # When the snooze runs out the flag needs attention again.
+    with clock.virtual_clock(now + timedelta(hours=5)):
+        assert open_flag_count() == 2
+        html = client.get("/").content.decode()
+    assert "Task 1" in needing_part(html)
 
 
 def test_a_silent_source_is_shown_first_and_marked(client, viewer, three_levels, silent_source):
