@@ -19,7 +19,7 @@ from django.core.management import CommandError, call_command
 from supervisor.connectors.t3code import tasks as t3_tasks
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.mapping import Mapper, event_id
-from supervisor.connectors.t3code.schema import Busy, StateDB
+from supervisor.connectors.t3code.schema import Busy, StateDB, StateDBError
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Source, Task
@@ -650,3 +650,41 @@ def test_a_batch_is_fast_enough(t3_source, state_path):
     progress = follower(t3_source, state_path, start="log").follow()
     assert progress.rows > 300 and progress.duplicates == 0
     assert time.monotonic() - started < 20
+
+
+# --- a file caught before T3 has made its tables ------------------------------------
+
+
+@pytest.mark.parametrize("start", ["import", "log"])
+def test_a_file_opened_before_t3_made_its_tables_is_read_once_they_exist(
+    t3_source, state_path, start
+):
+    # T3 creates its state file a moment (0.06-0.17 s measured) before its migrations
+    # commit; a follower that opens it in between must not keep the empty schema.
+    sqlite3.connect(state_path).close()  # the file, no tables yet
+    early = follower(t3_source, state_path, start=start)
+    with pytest.raises(StateDBError, match="no T3 event log"):
+        early.follow()
+
+    written(state_path, "seed001").close()
+    early.follow()
+    assert Task.objects.filter(task_id="node:delegated-task:cmd%3Aremote-probe").exists()
+    early.close()
+
+
+def test_the_beat_job_follows_the_other_sources_when_one_fails(t3_source, state_path, tmp_path):
+    written(state_path, "seed001").close()
+    broken, _ = do_create_source("t3-broken", scopes="ingest")
+    broken.connector = "t3code"
+    broken.connector_settings = {"db_path": str(tmp_path / "half-made.sqlite")}
+    broken.save()
+    sqlite3.connect(tmp_path / "half-made.sqlite").close()  # T3 still making it
+    t3_source.connector, t3_source.connector_settings = "t3code", {"db_path": str(state_path)}
+    t3_source.save()
+    t3_tasks._followers.clear()
+
+    read = t3_tasks.follow_t3_sources.apply().get()
+
+    assert read == {"t3-origin": 0}  # imported; the broken one said why and was passed
+    assert Task.objects.filter(task_id="node:delegated-task:cmd%3Aremote-probe").exists()
+    assert "no T3 event log" in FollowState.objects.get(source=broken).last_error

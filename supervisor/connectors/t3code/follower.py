@@ -370,8 +370,6 @@ class Follower:
 
     def _note_schema(self, state: FollowState) -> None:
         schema = self.db.schema
-        if schema.log is None:
-            log.warning("T3 state database %s has no event log table", self.path)
         for column in schema.unknown_columns:
             state.unknown[f"column:{column}"] = 1
         if schema.unknown_columns:

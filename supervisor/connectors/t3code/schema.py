@@ -260,7 +260,15 @@ class StateDB:
     @property
     def schema(self) -> Schema:
         if self._schema is None:
-            self._schema = self.retry(lambda: detect(self.open()))
+            schema = self.retry(lambda: detect(self.open()))
+            if schema.log is None:
+                # T3 creates the file a moment before its migrations commit: a file
+                # without the log is detected again next time, never kept as it is.
+                raise StateDBError(
+                    f"{self.path}: no T3 event log in this file (yet): T3 may still be "
+                    "creating it, or it is not T3's state database; nothing read"
+                )
+            self._schema = schema
         return self._schema
 
     def retry(self, read: Callable[[], T]) -> T:
@@ -415,7 +423,7 @@ class StateDB:
 
     def last_assistant_text(self, run_id: str) -> str | None:
         """A run's final text: the current text of its last assistant message."""
-        cols = self.schema.projections.get("messages", ())
+        cols = self.schema.projections.get("messages", frozenset())
         if not {"run_id", "role", "payload_json"} <= cols:
             return None
         table = PROJECTIONS["messages"][0]
@@ -438,7 +446,7 @@ class StateDB:
 
     def last_assistant_texts(self) -> dict[str, tuple[str, str]]:
         """run id -> (created_at, text) of each run's last assistant message (an import)."""
-        cols = self.schema.projections.get("messages", ())
+        cols = self.schema.projections.get("messages", frozenset())
         if not {"run_id", "role", "payload_json", "created_at"} <= cols:
             return {}
         table = PROJECTIONS["messages"][0]

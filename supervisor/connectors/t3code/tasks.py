@@ -57,5 +57,11 @@ def follow_t3_sources() -> dict[str, int]:
             follower.record_error(str(exc))
             log.warning("source %s: %s", source.name, exc)
             continue
+        except Exception as exc:  # one source's fault must not stop the others' follow
+            log.exception("source %s: following its T3 state database failed", source.name)
+            follower.record_error(f"following failed: {type(exc).__name__}: {exc}")
+            _followers.pop(source.pk, None)  # the next beat starts from a fresh follower
+            follower.close()
+            continue
         read[source.name] = progress.rows
     return read
