@@ -294,6 +294,43 @@ def child_profile(state: str, batch: int) -> dict:
     }
 
 
+@contextlib.contextmanager
+def services(var: Path, env: dict):
+    """A Celery worker (concurrency 2) and beat, as `manage.py up` runs them; stopped on
+    the way out, and an error if either died on the way."""
+    celery, quiet = [str(VENV_PY), "-m", "celery", "-A", "supervisor"], ["--loglevel", "WARNING"]
+    worker = ["worker", *quiet, "--concurrency", "2", "--without-gossip", "--without-mingle"]
+    commands = {
+        "worker": celery + worker,
+        "beat": celery + ["beat", *quiet, "--schedule", str(var / "celerybeat-schedule")],
+    }
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for name, command in commands.items():
+            with open(var / f"{name}.log", "wb") as log:
+                procs[name] = subprocess.Popen(
+                    command,
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        yield
+        for name, proc in procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} died: {(var / f'{name}.log').read_text()[-2000:]}")
+    finally:
+        for proc in procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs.values():
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
 def child_lag(state: str, samples: int, interval: float) -> dict:
     """Supervisor as `up` runs it, following `state`; appended failures, timed."""
     django_ready()
@@ -307,89 +344,39 @@ def child_lag(state: str, samples: int, interval: float) -> dict:
     )
     var = Path(os.environ["SUPERVISOR_VAR_DIR"])
     env = {**os.environ, "SUPERVISOR_T3_FOLLOW_INTERVAL": str(interval)}
-    py = str(VENV_PY)
-    services = {
-        "worker": [
-            py,
-            "-m",
-            "celery",
-            "-A",
-            "supervisor",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            "2",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        "beat": [
-            py,
-            "-m",
-            "celery",
-            "-A",
-            "supervisor",
-            "beat",
-            "--loglevel",
-            "WARNING",
-            "--schedule",
-            str(var / "celerybeat-schedule"),
-        ],
-    }
-    procs = {}
-    for name, command in services.items():
-        with open(var / f"{name}.log", "wb") as log:
-            procs[name] = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
     t3 = FakeT3(state)
     top = t3.conn.execute("SELECT MAX(sequence) FROM orchestration_events").fetchone()[0]
     lags: list[float] = []
     misses = 0
     began = time.monotonic()
     try:
-        deadline = began + 300
-        while time.monotonic() < deadline:  # the first run: the import, caught up
-            state_row = FollowState.objects.filter(source=source).first()
-            if state_row and state_row.position >= top:
-                break
-            time.sleep(0.2)
-        else:
-            raise RuntimeError("the follower never caught up with the file")
-        caught_up = time.monotonic() - began
-        for index in range(samples):
-            time.sleep(random.uniform(0.3, 1.7))  # land anywhere in the beat's second
-            committed = append_failure(t3, f"lag{index:03d}/")
-            task = f"lag{index:03d}/node:delegated-task:cmd%3Aflaky"
-            found = None
-            while time.monotonic() - committed < 30:
-                if Flag.objects.filter(
-                    kind="transient_failure", subject_id=task, state=Flag.OPEN
-                ).exists():
-                    found = time.monotonic()
+        with services(var, env):
+            deadline = began + 300
+            while time.monotonic() < deadline:  # the first run: the import, caught up
+                state_row = FollowState.objects.filter(source=source).first()
+                if state_row and state_row.position >= top:
                     break
-                time.sleep(0.01)
-            if found is None:
-                misses += 1
+                time.sleep(0.2)
             else:
-                lags.append(found - committed)
-        for name, proc in procs.items():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} died: {(var / f'{name}.log').read_text()[-2000:]}")
+                raise RuntimeError("the follower never caught up with the file")
+            caught_up = time.monotonic() - began
+            for index in range(samples):
+                time.sleep(random.uniform(0.3, 1.7))  # land anywhere in the beat's second
+                committed = append_failure(t3, f"lag{index:03d}/")
+                task = f"lag{index:03d}/node:delegated-task:cmd%3Aflaky"
+                found = None
+                while time.monotonic() - committed < 30:
+                    if Flag.objects.filter(
+                        kind="transient_failure", subject_id=task, state=Flag.OPEN
+                    ).exists():
+                        found = time.monotonic()
+                        break
+                    time.sleep(0.01)
+                if found is None:
+                    misses += 1
+                else:
+                    lags.append(found - committed)
     finally:
-        for proc in procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
         t3.close()
     return {"lags": lags, "misses": misses, "catch_up_s": caught_up, "interval": interval}
 
@@ -480,6 +467,23 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(int(share * len(ordered) + 0.999999) - 1, 0)]
 
 
+def add_service_arguments(parser: argparse.ArgumentParser, *, redis_db: int) -> None:
+    """The options every T3 follower benchmark takes: where PostgreSQL and Redis are,
+    whether to write the docs, and the child process's own (hidden) ones."""
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("CELERY_BROKER_URL", f"redis://127.0.0.1:6379/{redis_db}"),
+    )
+    parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--state", help=argparse.SUPPRESS)
+    parser.add_argument("--start", default="log", help=argparse.SUPPRESS)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000, help="rows in the state file")
@@ -490,17 +494,7 @@ def main() -> None:
     parser.add_argument("--lag-samples", type=int, default=20)
     parser.add_argument("--lag-rows", type=int, default=10_000, help="history before the lag")
     parser.add_argument("--lag-interval", type=float, default=1.0)
-    parser.add_argument(
-        "--pg-url",
-        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
-    )
-    parser.add_argument(
-        "--redis-url", default=os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/11")
-    )
-    parser.add_argument("--no-docs", action="store_true")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--state", help=argparse.SUPPRESS)
-    parser.add_argument("--start", default="log", help=argparse.SUPPRESS)
+    add_service_arguments(parser, redis_db=11)
     args = parser.parse_args()
 
     if args.child == "follow":
