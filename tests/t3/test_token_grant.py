@@ -109,6 +109,10 @@ def test_the_session_endpoint_sits_beside_the_websocket():
     assert session.session_url("wss://t3.example:8443/ws?x=1") == (
         "https://t3.example:8443/api/auth/session"
     )
+    # Behind a proxy under a path: the endpoint sits under the same prefix.
+    assert session.session_url("wss://tools.example/t3/ws") == (
+        "https://tools.example/t3/api/auth/session"
+    )
 
 
 # --- the source page ----------------------------------------------------------------

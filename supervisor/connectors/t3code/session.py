@@ -59,10 +59,12 @@ def read_claims(token: str) -> Grant | None:
 
 
 def session_url(url: str) -> str:
-    """The HTTP address of T3's session endpoint beside its WebSocket `url`."""
+    """The HTTP address of T3's session endpoint beside its WebSocket `url` (under the
+    same path prefix, for a T3 behind a proxy at `/t3/ws`)."""
     parts = urlsplit(url)
     scheme = "https" if parts.scheme == "wss" else "http"
-    return urlunsplit((scheme, parts.netloc, SESSION_PATH, "", ""))
+    prefix = parts.path.removesuffix("/").removesuffix("/ws")
+    return urlunsplit((scheme, parts.netloc, prefix + SESSION_PATH, "", ""))
 
 
 def ask(url: str, token: str, *, timeout: float) -> Grant | None:
