@@ -4,10 +4,11 @@ import pytest
 from django.core import signing
 
 from supervisor.core.actions import preview_action, selection_digest
+from supervisor.core.ingest import apply_events
 from supervisor.core.models import DeadLetter, Flag, Task, Thread
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
-from tests.factories import make_tasks
+from tests.factories import at, make_tasks
 from tests.web.cast import make_user
 from tests.web.conftest import silent_source  # noqa: F401  (a fixture)
 
@@ -15,6 +16,14 @@ from tests.web.conftest import silent_source  # noqa: F401  (a fixture)
 @pytest.fixture
 def walk_objects(source, silent_source):  # noqa: F811
     make_tasks(source, 1)
+    # A run of the child under way: a finished task with nothing to stop is refused cancel.
+    apply_events(source, [
+        {"id": "t0-r2", "type": "run.requested", "at": at(5),
+         "data": {"thread": "thread:t0", "run": "thread:t0:2", "ordinal": 2,
+                  "trigger": {"kind": "other"}}},
+        {"id": "t0-s2", "type": "run.started", "at": at(6),
+         "data": {"thread": "thread:t0", "run": "thread:t0:2"}},
+    ])  # fmt: skip
     # Task actions need a connector to be accepted (202) rather than refused (409).
     source.connector = "simulator"
     source.save()

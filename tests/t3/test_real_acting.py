@@ -164,11 +164,26 @@ def test_cancel_on_a_real_stuck_task_interrupts_the_childs_run(serving):
 
     assert eventually(status, lambda s: s == "interrupted") == "interrupted"
 
-    # T3 ends the task (its subagent node) a moment after the run, in its own
-    # transaction: a follow between the two rightly sees the task still running.
-    def followed_status():
-        follow_and_judge(source, base, at + timedelta(minutes=1))
-        return Task.objects.get(task_id=task_id).status
+    # After the run, in transactions of their own, T3 ends the task (its subagent node)
+    # and wakes the parent about it (a run of the parent's): followed between two of
+    # them, the task is rightly still running, or ended with its parent not told yet.
+    # So Supervisor follows once T3 has written it all: the parent's wake ran.
+    def parent_woken():
+        woken = rows(
+            base,
+            "SELECT COUNT(*) FROM orchestration_v2_projection_messages "
+            "WHERE thread_id = ? AND payload_json LIKE ?",
+            played["parentThreadId"],
+            f"%ended with status interrupted%{task_id}%",
+        )[0][0]
+        under_way = rows(
+            base,
+            "SELECT COUNT(*) FROM orchestration_v2_projection_runs "
+            "WHERE status NOT IN ('completed', 'failed', 'interrupted', 'cancelled')",
+        )[0][0]
+        return woken > 0 and under_way == 0
 
-    assert eventually(followed_status, lambda s: s == "interrupted") == "interrupted"
+    assert eventually(parent_woken, bool), "T3 did not wake the parent about the ended task"
+    follow_and_judge(source, base, at + timedelta(minutes=1))
+    assert Task.objects.get(task_id=task_id).status == "interrupted"
     assert open_kinds(task_id) == set()
