@@ -210,6 +210,10 @@ NOT_OWNED_BECAUSE = {
 }
 
 
+def _not_owned_because(run) -> str:
+    return NOT_OWNED_BECAUSE.get(run.trigger_kind or "", "not started by the task")
+
+
 def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     task = preview.task
     if not task.parent_thread_id:
@@ -245,10 +249,9 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
         return
     _list_results(preview, results, owned, chosen=run)
     if run not in owned:
-        why = NOT_OWNED_BECAUSE.get(chosen.trigger_kind or "", "not started by the task")
         preview.affects.append(
-            f"Run {run} is not owned by the task ({why}): its result is handed over "
-            "because you chose it."
+            f"Run {run} is not owned by the task ({_not_owned_because(chosen)}): its "
+            "result is handed over because you chose it."
         )
     done = (
         Action.objects.filter(task=task, kind="deliver", run_id=run, state__in=LIVE_DELIVERY_STATES)
@@ -413,9 +416,7 @@ def _list_results(preview: Preview, results: dict, owned: dict, *, chosen: str |
             "run": r.id,
             "ordinal": r.ordinal,
             "owned": r.id in owned,
-            "why": None
-            if r.id in owned
-            else NOT_OWNED_BECAUSE.get(r.trigger_kind or "", "not started by the task"),
+            "why": None if r.id in owned else _not_owned_because(r),
             "finished_at": r.finished_at,
             "summary": r.summary,
         }

@@ -619,25 +619,30 @@ def test_continue_through_the_worker_dispatches_the_message_to_the_child(stale, 
     assert (call.payload["threadId"], call.payload["text"]) == (CHILD, "go on")
 
 
+def child_runs(task, *, started=(), queued=()) -> list[str]:
+    """Runs of the child started by messages, by ordinal: `started` ones under way,
+    `queued` ones requested only; their ids, in that order."""
+    events, runs = [], []
+    for n in (*started, *queued):
+        run = f"{CHILD}:run:{n}"
+        runs.append(run)
+        data = {"thread": CHILD, "run": run, "ordinal": n, "trigger": {"kind": "message"}}
+        at = f"2026-11-05T23:20:{n:02d}.000Z"
+        events.append(
+            {"id": f"t3c-run{n}-requested", "type": "run.requested", "at": at, "data": data}
+        )
+        if n in started:
+            events.append(
+                {"id": f"t3c-run{n}-started", "type": "run.started", "at": at,
+                 "data": {"thread": CHILD, "run": run}}
+            )  # fmt: skip
+    assert not apply_events(task.namespace.sources.get(name="t3"), events).rejected
+    return runs
+
+
 def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake):
     task, until = stale
-    source = task.namespace.sources.get(name="t3")
-    run = f"{CHILD}:run:5"
-    started = [
-        {
-            "id": "t3c-run5-requested",
-            "type": "run.requested",
-            "at": "2026-11-05T23:20:00.000Z",
-            "data": {"thread": CHILD, "run": run, "ordinal": 5, "trigger": {"kind": "message"}},
-        },
-        {
-            "id": "t3c-run5-started",
-            "type": "run.started",
-            "at": "2026-11-05T23:20:00.100Z",
-            "data": {"thread": CHILD, "run": run},
-        },
-    ]
-    assert not apply_events(source, started).rejected
+    [run] = child_runs(task, started=(5,))
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
         assert actions.perform(action.pk) == "succeeded"
@@ -660,25 +665,7 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
 
 def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queued_one(stale, fake):
     task, until = stale
-    source = task.namespace.sources.get(name="t3")
-    running, queued = f"{CHILD}:run:5", f"{CHILD}:run:6"
-    events = [
-        {
-            "id": f"t3c-run{n}-requested",
-            "type": "run.requested",
-            "at": f"2026-11-05T23:20:0{n - 5}.000Z",
-            "data": {"thread": CHILD, "run": run, "ordinal": n, "trigger": {"kind": "message"}},
-        }
-        for n, run in ((5, running), (6, queued))
-    ] + [
-        {
-            "id": "t3c-run5-started",
-            "type": "run.started",
-            "at": "2026-11-05T23:20:00.100Z",
-            "data": {"thread": CHILD, "run": running},
-        }
-    ]
-    assert not apply_events(source, events).rejected
+    running, queued = child_runs(task, started=(5,), queued=(6,))
     with clock.virtual_clock(until):
         preview = preview_action(task, "cancel")
         # The run under way is stopped, though a later one is queued behind it.
