@@ -2,7 +2,8 @@
  * it works under a strict Content-Security-Policy.
  *
  * - resumes the live socket from the last change seen (`{"resume": N}` on each open);
- * - keeps the open-flag count in the tab title: "(3) Supervisor";
+ * - keeps the open-flag count in the tab title, "(3) Supervisor", and on the tab's icon;
+ * - keeps ages ("5 min ago") current, and copies an id's full text from its button;
  * - shows a browser notification when a flag opens (permission asked on a click only);
  * - shows a banner while the socket is down and re-fetches the page's main partial every
  *   30 s until it is back;
@@ -13,6 +14,7 @@
   "use strict";
 
   var POLL_MS = 30000;
+  var AGE_TICK_MS = 15000;
   var lastChange = 0;
   var pollTimer = null;
   var socketDown = false;
@@ -40,6 +42,56 @@
     var count = intAttr($("#open-flag-count"), "data-count");
     if (count === null) return;
     document.title = count > 0 ? "(" + count + ") " + baseTitle : baseTitle;
+    updateFavicon(count);
+  }
+
+  /* ---- the tab's icon: the same count, drawn by the server (/favicon.svg?n=N) ---- */
+
+  function updateFavicon(count) {
+    var link = $("#favicon");
+    if (!link) return;
+    var href = link.getAttribute("href").split("?")[0] + (count > 0 ? "?n=" + count : "");
+    if (link.getAttribute("href") !== href) link.setAttribute("href", href);
+  }
+
+  /* ---- ages: every <time data-ago> says how long ago, as the server words it ---- */
+
+  function ageWords(seconds) {
+    var s = Math.floor(Math.abs(seconds));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    if (s < 86400) {
+      var hours = Math.floor(s / 3600), minutes = Math.floor((s % 3600) / 60);
+      return hours < 10 && minutes ? hours + " h " + minutes + " min" : hours + " h";
+    }
+    var days = Math.floor(s / 86400);
+    return days + (days === 1 ? " day" : " days");
+  }
+
+  function refreshAges() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-ago]").forEach(function (el) {
+      var at = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(at)) return;
+      var seconds = (now - at) / 1000;
+      var words = seconds >= 0 ? ageWords(seconds) + " ago" : "in " + ageWords(seconds);
+      if (el.textContent !== words) el.textContent = words;
+    });
+  }
+
+  /* ---- copy an id's full text ------------------------------------------------------ */
+
+  function copyId(button) {
+    var text = button.getAttribute("data-copy") || "";
+    function done(word) {
+      button.textContent = word;
+      window.setTimeout(function () { button.textContent = "Copy"; }, 1500);
+    }
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(function () { done("Copied"); }, function () { done("Copy failed"); });
+    } else {
+      done("Copy failed");
+    }
   }
 
   /* ---- notifications ----------------------------------------------------------- */
@@ -185,6 +237,8 @@
 
   function afterMessage() {
     readCursor();
+    showJsOnly();
+    refreshAges();
     updateTitle();
     notifyFlagOpened();
     restoreRowFocus();
@@ -309,6 +363,7 @@
     if (!target) return;
     if (target.id === "enable-notifications") enableNotifications();
     else if (target.id === "show-shortcuts") showHelp();
+    else if (target.classList.contains("copy") && target.hasAttribute("data-copy")) copyId(target);
   }
 
   function start() {
@@ -319,8 +374,14 @@
     updateTitle();
     var flagged = $("#flag-opened");
     lastFlagSeen = flagged ? flagged.getAttribute("data-flag") : null;
-    document.querySelectorAll(".js-only").forEach(function (el) { el.hidden = false; });
+    showJsOnly();
     showNotificationState();
+    refreshAges();
+    window.setInterval(refreshAges, AGE_TICK_MS);
+  }
+
+  function showJsOnly() {
+    document.querySelectorAll(".js-only[hidden]").forEach(function (el) { el.hidden = false; });
   }
 
   // "seconds.micro-pk": is row order a older than b (so it belongs below it)?
@@ -351,7 +412,10 @@
   document.addEventListener("htmx:wsOpen", socketOpened);
   document.addEventListener("htmx:wsClose", socketClosed);
   document.addEventListener("htmx:wsAfterMessage", afterMessage);
+  document.addEventListener("htmx:oobAfterSwap", showJsOnly);
   document.addEventListener("htmx:afterSettle", function () {
+    showJsOnly();
+    refreshAges();
     updateTitle();
     syncSelectAll();
     restoreRowFocus();

@@ -21,6 +21,7 @@ from supervisor.core.models import Flag, Thread
 
 from . import page_data
 from .flag_words import words_for
+from .freshness import freshness
 
 
 def _render(template: str, context: dict) -> str:
@@ -32,7 +33,8 @@ def _is_row(part: str) -> bool:
 
 
 def frame(change_id: int, parts: list[str]) -> str:
-    """One live message: the parts (rows first), the cursor and the open-flag count."""
+    """One live message: the parts (rows first), the cursor, the open-flag count and how
+    fresh the data is."""
     ordered = [p.strip() for p in parts if p and _is_row(p)]
     ordered += [p.strip() for p in parts if p and not _is_row(p)]
     ordered.append(
@@ -41,6 +43,7 @@ def frame(change_id: int, parts: list[str]) -> str:
     ordered.append(
         _render("base.html#open_flag_count", {"live": {"open_flags": page_data.open_flag_count()}})
     )
+    ordered.append(_render("base.html#data_as_of", {"freshness": freshness()}))
     return "\n".join(ordered)
 
 

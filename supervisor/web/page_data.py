@@ -19,18 +19,19 @@ from django.urls import reverse
 from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
-from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
+from supervisor.api.tasks import PAGE_SIZE, task_queryset
 from supervisor.core import clock, ownership
-from supervisor.core.actions import cannot_act, nothing_to_cancel
+from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
 from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
-from supervisor.notify.severity import RANK, SEVERITY, WARNING
+from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
 from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
+from .problems import problems_of
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
@@ -87,8 +88,15 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
 
 
 def task_rows(tasks: list[Task]) -> list[dict]:
-    kinds = open_flag_kinds(tasks)
-    return [{"task": t, "flags": sorted(kinds[t.pk])} for t in tasks]
+    """Each task with its open flags as one problem (None when it has none)."""
+    problems = problems_of([t.pk for t in tasks], clock.now())
+    rows = []
+    for task in tasks:
+        problem = problems.get(task.pk)
+        task.severity = problem.severity if problem else None
+        kinds = [f.kind for f in problem.facets] if problem else []
+        rows.append({"task": task, "flags": kinds, "problem": problem})
+    return rows
 
 
 def _tasks():
@@ -140,11 +148,14 @@ def _needing_action(now: datetime) -> list[Task]:
 def _taken_up(now: datetime) -> list[Flag]:
     """Open flags of known tasks someone acknowledged or snoozed: shown apart, with who
     and until when, newest first."""
-    return list(
+    flags = list(
         Flag.objects.filter(taken_up(now), task__known=True)
         .select_related("task", "acknowledged_by")
         .order_by("-opened_at", "-pk")[:NEEDS_ACTION_LIMIT]
     )
+    for flag in flags:
+        flag.severity = severity_of(flag.kind)
+    return flags
 
 
 def overview_context(can_act: bool) -> dict:
@@ -201,7 +212,12 @@ def overview_context(can_act: bool) -> dict:
     return {
         "total_open": sum(row["n"] for row in by_kind),
         "by_kind": [
-            {**row, "words": words_for(row["kind"]), "query": urlencode({"flag": row["kind"]})}
+            {
+                **row,
+                "words": words_for(row["kind"]),
+                "severity": severity_of(row["kind"]),
+                "query": urlencode({"flag": row["kind"]}),
+            }
             for row in by_kind
         ],
         "by_env": [
@@ -286,7 +302,10 @@ def task_list_context(params) -> dict:
         page = page[:PAGE_SIZE]
         next_cursor = encode(page[-1].delegated_at, page[-1].pk)
     active = {k: v for k, v in filters.items() if v}
-    environments = sorted(set(Environment.objects.values_list("name", flat=True)) | target_envs())
+    # Supervisor's own environment (deliveries by hand) is no machine an operator filters by.
+    environments = sorted(
+        (set(Environment.objects.values_list("name", flat=True)) | target_envs()) - {SUPERVISOR_ENV}
+    )
     return {
         "rows": task_rows(page),
         "filters": filters,
@@ -299,7 +318,6 @@ def task_list_context(params) -> dict:
         "next_cursor": next_cursor,
         "next_query": urlencode({**active, "cursor": next_cursor or ""}),
         "paged": bool(cursor),
-        "sources": Source.objects.filter(revoked_at__isnull=True, internal=False).order_by("name"),
     }
 
 
@@ -527,7 +545,7 @@ def thread_context(thread: Thread) -> dict:
                 seen_threads.add(task.child_thread_id)
                 level.append(task.child_thread_id)
         depth += 1
-    kinds = open_flag_kinds(every)
+    problems = problems_of([t.pk for t in every], clock.now())
 
     def nodes(thread_pk: int, depth: int, path: frozenset) -> list[dict]:
         out = []
@@ -541,7 +559,7 @@ def thread_context(thread: Thread) -> dict:
             out.append(
                 {
                     "task": task,
-                    "flags": sorted(kinds[task.pk]),
+                    "problem": problems.get(task.pk),
                     "children": below,
                     "depth": depth,
                     # Deeper levels were not read: the child thread's own page shows them.

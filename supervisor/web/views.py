@@ -26,6 +26,7 @@ from supervisor.core.flags import (
 from supervisor.core.models import Flag, Task, Thread
 
 from . import page_data
+from .freshness import freshness
 from .page_data import SNOOZE_CHOICES
 
 ACT_PERMISSION = "core.act"
@@ -53,6 +54,7 @@ def _page(request, template: str, partial: str, context: dict, live: dict):
         extra += render_to_string(
             "base.html#messages", {"oob": True, "messages": messages.get_messages(request)}
         )
+        extra += render_to_string("base.html#data_as_of", {"oob": True, "freshness": freshness()})
         response.content += extra.encode()
     else:
         response = render(request, template, {**context, **live})

@@ -49,7 +49,10 @@ def test_the_tree_has_children_and_grandchildren_linking_to_task_pages(
     )
     assert plan < audit < check
     assert html.count('<ul role="list">') == 2  # two nested levels below the first
-    assert '<span class="flag">stale_result</span>' in html
+    # The task's three open flags are one problem, headed by what the parent was given.
+    headline = '<span class="flag" title="flag kind: stale_result">Stale result handed on</span>'
+    assert headline in html
+    assert '<span class="facet" title="flag kind: premature_completion">' in html
     assert 'class="row-link">Write the 4.3 release plan</a>' in html
 
 

@@ -1,0 +1,90 @@
+"""A task's open flags as one problem: the worst severity, one headline kind, the other
+kinds as facets.
+
+An operator triages tasks, not flags: a stale result usually comes with a premature
+completion, and showing them as two problems doubles the count and splits the advice.
+The headline is the most severe kind, and among equals the one whose suggested action
+settles the most (deliver before continue before cancel before a look).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from supervisor.core.models import Flag
+from supervisor.notify.severity import RANK, severity_of
+
+from .flag_words import CANCEL, CONTINUE, DELIVER, FlagWords, words_for
+
+# Among kinds of equal severity, which one heads the problem: the action that settles
+# most first, then the kind that says most about what the parent holds.
+ACTION_ORDER = {DELIVER: 0, CONTINUE: 1, CANCEL: 2}
+TELLING = ("stale_result", "never_delivered", "undelivered_result", "failed_while_running")
+
+
+@dataclass(frozen=True)
+class Facet:
+    kind: str
+    words: FlagWords
+    severity: str
+    taken_up: bool  # acknowledged, or snoozed until later than now
+
+
+@dataclass(frozen=True)
+class Problem:
+    facets: tuple[Facet, ...]  # the headline first
+
+    @property
+    def headline(self) -> Facet:
+        return self.facets[0]
+
+    @property
+    def others(self) -> tuple[Facet, ...]:
+        return self.facets[1:]
+
+    @property
+    def severity(self) -> str:
+        return self.headline.severity
+
+    @property
+    def taken_up(self) -> bool:
+        """Everyone of its flags is taken up: nobody needs to look now."""
+        return all(f.taken_up for f in self.facets)
+
+
+def _order(facet: Facet) -> tuple:
+    return (
+        -RANK[facet.severity],
+        facet.taken_up,
+        ACTION_ORDER.get(facet.words.action, len(ACTION_ORDER)),
+        TELLING.index(facet.kind) if facet.kind in TELLING else len(TELLING),
+        facet.kind,
+    )
+
+
+def problem_of(flags: list[tuple[str, datetime | None, datetime | None]], now: datetime):
+    """The problem of one task from its open flags as (kind, acknowledged_at,
+    snoozed_until); None when it has none."""
+    facets: dict[str, Facet] = {}
+    for kind, acknowledged_at, snoozed_until in flags:
+        taken = acknowledged_at is not None or (snoozed_until is not None and snoozed_until > now)
+        seen = facets.get(kind)
+        # Two open flags of one kind (two subjects' worth) are one facet: open if either is.
+        if seen is None or (seen.taken_up and not taken):
+            facets[kind] = Facet(kind, words_for(kind), severity_of(kind), taken)
+    if not facets:
+        return None
+    return Problem(tuple(sorted(facets.values(), key=_order)))
+
+
+def problems_of(task_pks, now: datetime) -> dict[int, Problem]:
+    """Each task's problem, in one query whatever the number of tasks."""
+    flags: dict[int, list] = defaultdict(list)
+    rows = Flag.objects.filter(task_id__in=list(task_pks), state=Flag.OPEN).values_list(
+        "task_id", "kind", "acknowledged_at", "snoozed_until"
+    )
+    for task_id, *flag in rows:
+        flags[task_id].append(flag)
+    return {pk: problem for pk, found in flags.items() if (problem := problem_of(found, now))}

@@ -1,0 +1,111 @@
+"""Words an operator reads instead of codes: ages instead of timestamps, short labels
+instead of ids, flag kinds by name. The exact value stays on hover (and, for ids, one
+click from the clipboard), so nothing is hidden, only put second.
+
+live.js keeps every `<time data-ago>` current with the same wording (`agoWords`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from urllib.parse import unquote
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from supervisor.core import clock
+from supervisor.web.flag_words import words_for
+
+register = template.Library()
+
+
+def age_words(seconds: float) -> str:
+    """A span of time in the fewest words that still tell two ages apart at a glance."""
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        hours, minutes = s // 3600, s % 3600 // 60
+        return f"{hours} h {minutes} min" if hours < 10 and minutes else f"{hours} h"
+    days = s // 86400
+    return f"{days} day{'s' if days != 1 else ''}"
+
+
+def utc_text(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@register.filter
+def ago(at: datetime | None, now: datetime | None = None):
+    """`<time>` with the age ("5 min ago", "in 2 h") and the UTC time on hover."""
+    if not at:
+        return mark_safe('<span class="muted">never</span>')
+    seconds = ((now or clock.now()) - at).total_seconds()
+    words = f"{age_words(seconds)} ago" if seconds >= 0 else f"in {age_words(seconds)}"
+    return format_html(
+        '<time datetime="{}" title="{}" data-ago>{}</time>', at.isoformat(), utc_text(at), words
+    )
+
+
+@register.filter
+def utc(at: datetime | None):
+    """`<time>` with the full UTC time, for where the moment matters more than the age."""
+    if not at:
+        return mark_safe('<span class="muted">never</span>')
+    return format_html('<time datetime="{}">{}</time>', at.isoformat(), utc_text(at))
+
+
+def short_label(identifier: str) -> str:
+    """The last part of an orchestrator's id, decoded: `node:delegated-task:command%3A
+    mcp%3A5b1c%3Adelegate-task%3Aretry-port` is `retry-port`. Ids are ':'-paths whose
+    last part names the thing; the prefix repeats on every row."""
+    text = unquote(identifier or "")
+    last = text.rstrip(":").rsplit(":", 1)[-1]
+    return last or text
+
+
+@register.filter
+def short_id(identifier: str | None):
+    """A short label for an id, the full id on hover and a copy button (with script)."""
+    if not identifier:
+        return mark_safe('<code class="id">?</code>')
+    label = short_label(identifier)
+    return format_html(
+        '<code class="id" title="{}">{}</code>'
+        '<button type="button" class="copy js-only" data-copy="{}" hidden'
+        ' aria-label="Copy the full id {}">Copy</button>',
+        identifier,
+        label,
+        identifier,
+        identifier,
+    )
+
+
+@register.filter
+def thread_label(thread) -> str:
+    """A thread by its title, else by the short form of its id."""
+    if thread is None:
+        return "?"
+    return (thread.title or "").strip()[:60] or short_label(thread.thread_id)
+
+
+@register.filter
+def kind_chip(kind: str):
+    """A flag kind in words, its code on hover."""
+    return format_html(
+        '<span class="flag" title="{}">{}</span>', f"flag kind: {kind}", words_for(kind).title
+    )
+
+
+@register.filter
+def kind_title(kind: str) -> str:
+    return words_for(kind).title
+
+
+@register.inclusion_tag("web/_problem_chip.html")
+def problem_chip(problem):
+    """A task's problem in one cell: severity, headline, the other kinds as facets."""
+    return {"problem": problem}

@@ -1,0 +1,39 @@
+"""Every page says how fresh its data is, and warns when a source has gone quiet."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from supervisor.core.models import Source
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("path", ["/", "/tasks/", "/audit/"])
+def test_every_page_says_when_its_sources_last_sent(client, operator, source, path):
+    Source.objects.filter(pk=source.pk).update(last_event_at=datetime(2026, 12, 3, 7, tzinfo=UTC))
+    client.force_login(operator)
+    html = client.get(path).content.decode()
+    assert '<p id="data-as-of" class="data-as-of">Data as of <time' in html
+    assert 'title="2026-12-03 07:00:00 UTC"' in html
+
+
+def test_a_quiet_source_turns_it_into_a_warning(client, operator, silent_source):
+    client.force_login(operator)
+    html = client.get("/tasks/").content.decode()
+    assert 'class="data-as-of is-quiet"' in html
+    assert "⚠ orchestrator is quiet" in html and "its tasks may be out of date" in html
+
+
+def test_the_internal_source_and_its_environment_are_not_offered(client, operator, source):
+    from supervisor.core.actions import SUPERVISOR_ENV, internal_source
+    from supervisor.core.models import Environment
+
+    internal_source(source.namespace)
+    Environment.objects.create(namespace=source.namespace, name=SUPERVISOR_ENV)
+    Environment.objects.create(namespace=source.namespace, name="laptop")
+    client.force_login(operator)
+    html = client.get("/tasks/").content.decode()
+    assert f'<option value="{SUPERVISOR_ENV}"' not in html
+    assert '<option value="laptop"' in html
+    assert "supervisor@" not in html.split('id="data-as-of"')[1].split("</p>")[0]
