@@ -31,7 +31,7 @@ from supervisor.core.task_detail import describe_task
 from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
 from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
-from .problems import problems_of
+from .problems import problem_of, problems_of
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
@@ -497,11 +497,21 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
     flags = list(task.flags.order_by("state", "-opened_at", "-pk"))
     open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
+    problem = problem_of(
+        [(f.kind, f.acknowledged_at, f.snoozed_until) for f in open_flags], clock.now()
+    )
+    facets = [
+        {"facet": facet, "entries": [flag_entry(f) for f in open_flags if f.kind == facet.kind]}
+        for facet in (problem.facets if problem else ())
+    ]
     return {
         "task": task,
         "detail": detail,
         "handed": _handed(snap, view, detail.latest_result),
         "flags": [flag_entry(f) for f in flags],
+        "problem": problem,
+        "facets": facets,
+        "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
         "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
         "actions": actions[::-1],

@@ -136,3 +136,30 @@ def test_a_flag_form_posts_with_htmx_and_without(client, acting, three_levels):
 def test_an_unknown_task_is_404(client, viewer):
     client.force_login(viewer)
     assert client.get("/tasks/999999/").status_code == 404
+
+
+def test_a_tasks_open_flags_are_one_problem_card_with_each_kind_folded(
+    client, viewer, three_levels
+):
+    client.force_login(viewer)
+    html = page(client, "task:release-plan")
+    flags = html[html.index('<section id="flags"') :]
+    flags = flags[: flags.index("</section>")]
+    assert flags.count('<article class="problem-card') == 1
+    assert 'Problem: <span class="severity severity-critical">critical</span> · ' in flags
+    assert "Stale result handed on</h2>" in flags  # the headline
+    # One folded facet per kind, the headline's open, each holding its flag's evidence.
+    assert flags.count('<details class="facet-detail"') == 3
+    assert '<details class="facet-detail" id="facet-stale_result" open>' in flags
+    assert '<details class="facet-detail" id="facet-premature_completion">' in flags
+    # The header names the problem too, not three codes.
+    header = html[html.index('id="task-header"') : html.index("</section>")]
+    assert "Stale result handed on" in header and "stale_result</a>" not in header
+
+
+def test_a_task_without_open_flags_says_there_is_nothing_to_do(client, viewer, source):
+    apply_events(source, task_events(0))
+    client.force_login(viewer)
+    html = page(client, "task:t0")
+    assert "No open flag: nothing needs doing on this task." in html
+    assert "problem-card" not in html
