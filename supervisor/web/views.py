@@ -26,6 +26,7 @@ from supervisor.core.flags import (
 from supervisor.core.models import Flag, Task, Thread
 
 from . import page_data
+from .flag_words import words_for
 from .freshness import freshness
 from .page_data import SNOOZE_CHOICES
 
@@ -110,25 +111,26 @@ def flag_action(request, pk: int):
     flag = get_object_or_404(Flag, pk=pk)
     action, now = request.POST.get("action"), clock.now()
     actor = f"user:{request.user.get_username()}"
+    named = f"“{words_for(flag.kind).title}”"
     try:
         if action == "acknowledge":
             do_acknowledge_flag(flag, now, by=request.user, actor=actor)
-            messages.success(request, f"Acknowledged {flag.kind}.")
+            messages.success(request, f"Acknowledged {named}.")
         elif action == "snooze":
             hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(request.POST.get("for"))
             if hours is None:
                 raise FlagActionError("choose how long to snooze")
             do_snooze_flag(flag, now + timedelta(hours=hours), now, actor=actor)
-            messages.success(request, f"Snoozed {flag.kind} for {hours} h.")
+            messages.success(request, f"Snoozed {named} for {hours} h.")
         elif action == "resolve":
             do_resolve_flag_by_hand(
                 flag, now, reason=request.POST.get("reason", ""), by=request.user, actor=actor
             )
-            messages.success(request, f"Resolved {flag.kind}.")
+            messages.success(request, f"Resolved {named}.")
         else:
             raise FlagActionError("unknown action")
     except FlagActionError as exc:
-        messages.error(request, f"Could not {action or 'act on'} {flag.kind}: {exc}.")
+        messages.error(request, f"Could not {action or 'act on'} {named}: {exc}.")
     # Task flags live on their task's page; source and thread flags on the overview.
     if flag.task_id:
         return redirect("web:task-detail", pk=flag.task_id)

@@ -93,7 +93,7 @@ def test_a_flag_appears_live_and_can_be_acknowledged(new_page, live_app, acting_
 
     page.evaluate("window.__notReloaded = 'the task page'")
     card.get_by_role("button", name="Acknowledge").click()
-    expect(page.locator("#messages")).to_contain_text("Acknowledged stale_result.")
+    expect(page.locator("#messages")).to_contain_text("Acknowledged “Stale result handed on”.")
     card = page.locator(f"#flag-card-{stale.pk}")
     expect(card.locator(".flag-when")).to_contain_text("acknowledged")
     expect(card.get_by_role("button", name="Acknowledge")).to_have_count(0)

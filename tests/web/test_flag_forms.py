@@ -46,7 +46,7 @@ def test_acknowledging_from_the_page_returns_to_the_task(client, acting, flagged
     client.force_login(acting)
     response = client.post(f"/flags/{flagged.pk}/", {"action": "acknowledge"}, follow=True)
     assert response.redirect_chain[-1][0] == f"/tasks/{flagged.task.pk}/"
-    assert "Acknowledged dispatch_lag." in response.content.decode()
+    assert "Acknowledged “Dispatched late”." in response.content.decode()
     flagged.refresh_from_db()
     assert flagged.acknowledged_by == acting
 

@@ -5,6 +5,7 @@ import pytest
 
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Task
+from supervisor.web.flag_words import words_for
 from tests.factories import at, task_events
 from tests.web.conftest import load_own
 
@@ -130,7 +131,7 @@ def test_a_flag_form_posts_with_htmx_and_without(client, acting, three_levels):
     )
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="task-live"')
-    assert f"Acknowledged {flag.kind}." in body
+    assert f"Acknowledged “{words_for(flag.kind).title}”." in body
 
 
 def test_an_unknown_task_is_404(client, viewer):
