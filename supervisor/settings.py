@@ -236,6 +236,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Celery's scheduler, but an entry with nothing to do (no T3 source to follow) is not sent.
+CELERY_BEAT_SCHEDULER = "supervisor.beat:Scheduler"
 # Time-based flags open within one interval of their time; lost evaluations are redone.
 SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
 # How often the T3 Code sources' state databases are read for new rows.
@@ -253,6 +255,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SUPERVISOR_SWEEP_INTERVAL,
         "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
     },
+    # Sent only while a T3 source exists (supervisor/beat.py).
     "follow_t3": {
         "task": "supervisor.follow_t3",
         "schedule": SUPERVISOR_T3_FOLLOW_INTERVAL,
