@@ -388,8 +388,16 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "supervisor@localhost")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "supervisor.log_redaction.RedactSecrets"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
+    "filters": {
+        "redact": {"()": "supervisor.log_redaction.RedactSecrets"},
+        "one_line_for_client_errors": {"()": "supervisor.request_log.OneLineForClientErrors"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["one_line_for_client_errors", "redact"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

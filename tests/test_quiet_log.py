@@ -1,7 +1,10 @@
-"""`make run`'s log stays readable: beat sends no T3 follow job while no T3 source
-exists (issue 19, point 8)."""
+"""`make run`'s log stays readable: an ordinary 403 is one line, not a traceback, and
+beat sends no T3 follow job while no T3 source exists (issue 19, point 8)."""
 
+import io
 import logging
+import logging.config
+import sys
 
 import pytest
 from celery.beat import ScheduleEntry
@@ -10,6 +13,33 @@ from django.conf import settings
 
 from supervisor.celery import app
 from supervisor.core.sources import do_create_source
+from tests.web.cast import make_user
+
+
+@pytest.fixture
+def console():
+    """What the configured console handler writes, as `make run` shows it."""
+    logging.config.dictConfig({**settings.LOGGING, "disable_existing_loggers": False})
+    handler = logging.getLogger().handlers[0]
+    stream = io.StringIO()
+    handler.setStream(stream)
+    yield stream
+    handler.setStream(sys.stderr)
+
+
+@pytest.mark.django_db
+def test_an_ordinary_403_is_one_line_without_a_traceback(client, console):
+    client.force_login(make_user("vic", "viewer"))
+    assert client.get("/admin/sources/").status_code == 403
+    lines = console.getvalue().splitlines()
+    assert lines == ["Forbidden (Permission denied): /admin/sources/ (this page is for admins)"]
+
+
+@pytest.mark.django_db
+def test_a_404_stays_one_line(client, console):
+    client.force_login(make_user("vic", "viewer"))
+    assert client.get("/no-such-page/").status_code == 404
+    assert console.getvalue().splitlines() == ["Not Found: /no-such-page/"]
 
 
 def follow_entry() -> ScheduleEntry:
