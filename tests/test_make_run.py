@@ -2,7 +2,14 @@
 starts (web, worker, beat and the simulated fleet), the demo feeding the dashboard, a
 second start on the same folder, and Ctrl-C leaving nothing behind."""
 
-from tests.make_run import make_run
+import io
+import stat
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from supervisor.core.management.commands import up
+from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for
 
 
@@ -27,14 +34,24 @@ def roles(processes: dict[int, str]) -> set[str]:
 def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(tmp_path):
     var_dir = tmp_path / "var"
     with make_run(var_dir, seed=11, keep=True) as run:
+        run.wait_for_output("Supervisor is up")
+        # "Up" means the port answers: at once, not a second or two later.
+        assert run.answers_now(), f"up, but {run.url} does not answer:\n{run.output()}"
         run.wait_until_serving()
         assert run.password, run.output()
+        assert (var_dir / "first-login-password").read_text().strip() == run.password
         assert "A simulated fleet sends events to source 'demo'" in run.output()
         wait_for(
             lambda: roles(run.processes()) >= {"make", "up", "web", "worker", "beat", "simulator"},
             what="web, worker, beat and the simulator under make and up",
             timeout=60,
         )
+        # Quiet: no T3 follow job without a T3 source, no access log line per request
+        # (the fleet's first beats and the test's own requests have happened by now).
+        quiet = run.output()
+        assert "Sending due task follow_t3" not in quiet  # beat's line for each job
+        assert "supervisor.follow_t3[" not in quiet  # the worker's, received and done
+        assert '"GET /login/' not in quiet
         run.ctrl_c()  # make ends as a process killed by SIGINT would
         assert "Stopped." in run.output()
         assert run.processes() == {}, f"left behind: {run.processes()}"
@@ -68,3 +85,27 @@ def test_the_demo_stays_off_with_supervisor_demo_0(tmp_path):
         assert "simulated fleet" not in run.output()
         run.ctrl_c()
         assert run.processes() == {}
+
+
+# What `up` does before it starts anything, called directly (no processes started).
+
+
+@pytest.mark.django_db
+def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message_names(
+    tmp_path, settings
+):
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    up.Command(stdout=out)._ensure_operator()
+    message = out.getvalue()
+    password = PASSWORD_LINE.search(message).group(1)
+    path = tmp_path / "first-login-password"
+    assert str(path) in message
+    assert path.read_text().strip() == password
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert get_user_model().objects.get(username="operator").check_password(password)
+    # Once only: a second start neither makes a login nor rewrites the file.
+    again = io.StringIO()
+    up.Command(stdout=again)._ensure_operator()
+    assert again.getvalue() == ""
+    assert path.read_text().strip() == password

@@ -3,6 +3,7 @@ a Celery worker, beat and, when no orchestrator is configured, the simulated fle
 the foreground; Ctrl-C stops them all."""
 
 import contextlib
+import http.client
 import os
 import secrets
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -22,15 +24,33 @@ DEMO_SOURCE = "demo"
 # About 100 s in, the demo's follower stops sending for 75 s: `source_silent` (45 s in
 # the demo) opens and resolves within the first five minutes.
 DEMO_OUTAGE = "100:75"
+# The first login's password, readable by its owner alone, for when the message scrolled away.
+FIRST_PASSWORD_FILE = "first-login-password"
 
 
-def web_command(python: str, host: str, port: int) -> list[str]:
-    """Daphne with its access log redacted (supervisor/web_server.py)."""
+def web_command(python: str, host: str, port: int, access_log: bool = True) -> list[str]:
+    """Daphne with its access log redacted (supervisor/web_server.py), or without one."""
     return [
         *(python, "-m", "supervisor.web_server"),
         *("-b", host, "-p", str(port)),
+        *(() if access_log else ("--no-access-log",)),
         "supervisor.asgi:application",
     ]
+
+
+def answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether an HTTP server answers on the port: any answer, even a redirect or a 400
+    (a Host outside ALLOWED_HOSTS), means the server is taking requests."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    connection = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
+    try:
+        connection.request("GET", "/login/")
+        connection.getresponse().read()
+        return True
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
 
 
 class Command(BaseCommand):
@@ -46,8 +66,10 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0, interactive=False)
         self._ensure_operator()
         python = sys.executable
+        # One line per request drowns the rest: off unless asked for.
+        access_log = os.environ.get("SUPERVISOR_ACCESS_LOG", "").strip() == "1"
         commands = {
-            "web": web_command(python, host, port),
+            "web": web_command(python, host, port, access_log=access_log),
             "worker": [
                 python,
                 "-m",
@@ -79,6 +101,7 @@ class Command(BaseCommand):
             commands["simulator"] = self._demo_command(python)
         children = {}
         stopping = False
+        up = False
 
         def stop(signum, frame):
             nonlocal stopping
@@ -90,9 +113,12 @@ class Command(BaseCommand):
             # Each child in its own process group, so that we alone decide when it stops.
             env = {**os.environ, **self.child_env.get(name, {})}
             children[name] = subprocess.Popen(command, env=env, start_new_session=True)
-        self.stdout.write(f"Supervisor is up: http://{host}:{port}/  (Ctrl-C stops it)")
         try:
             while not stopping:
+                # "Up" once the port answers, not when the processes have merely started.
+                if not up and children["web"].poll() is None and answers(host, port):
+                    up = True
+                    self.stdout.write(f"Supervisor is up: http://{host}:{port}/  (Ctrl-C stops it)")
                 for name, child in list(children.items()):
                     if child.poll() is None:
                         continue
@@ -194,7 +220,13 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         # The admin role, not a superuser: what it may do is what the role says.
         do_create_user("operator", ADMIN, password)
+        # Also in a file, since the line scrolls away under the processes' logs.
+        path = Path(settings.VAR_DIR) / FIRST_PASSWORD_FILE
+        path.unlink(missing_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(password + "\n")
         self.stdout.write(
-            f"Created the first login (shown this once): user 'operator' (admin role), "
-            f"password {password!r}"
+            f"Created the first login: user 'operator' (admin role), password {password!r} "
+            f"(also in {path}, readable by you alone)"
         )
