@@ -4,11 +4,18 @@ second start on the same folder, and Ctrl-C leaving nothing behind."""
 
 import io
 import stat
+import sys
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from supervisor.core.flags import do_open_flag
 from supervisor.core.management.commands import up
+from supervisor.core.models import Flag, Source, Task
+from supervisor.core.snapshot import Finding
+from supervisor.core.sources import do_create_source
+from tests.factories import make_tasks
 from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for
 
@@ -109,3 +116,50 @@ def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message
     up.Command(stdout=again)._ensure_operator()
     assert again.getvalue() == ""
     assert path.read_text().strip() == password
+
+
+def demo_with_open_flags(count: int) -> Source:
+    demo, _ = do_create_source("demo", "demo", "ingest,read,act")
+    make_tasks(demo, count)
+    now = datetime.now(UTC)
+    for n in range(count):
+        do_open_flag(demo.namespace_id, Finding("stale_result", "task", f"task:t{n}"), now)
+    do_open_flag(demo.namespace_id, Finding("source_silent", "source", "demo"), now)
+    return demo
+
+
+@pytest.mark.django_db
+def test_switching_the_demo_off_resolves_its_open_flags_once_and_says_so(monkeypatch):
+    monkeypatch.delenv("SUPERVISOR_DEMO", raising=False)
+    demo = demo_with_open_flags(3)
+    do_create_source("my-t3", "my-t3", "ingest,read")  # an orchestrator: the demo stays off
+    out = io.StringIO()
+    command = up.Command(stdout=out)
+    assert command._start_demo() is False
+    said = out.getvalue()
+    assert "The demo fleet is off" in said and "4 open flags" in said, said
+    open_flags = Flag.objects.filter(namespace_id=demo.namespace_id, state=Flag.OPEN)
+    assert not open_flags.exists()
+    resolved = Flag.objects.filter(namespace_id=demo.namespace_id)
+    assert {flag.resolve_reason for flag in resolved} == {up.DEMO_OFF_REASON}
+    assert Task.objects.filter(namespace_id=demo.namespace_id).count() == 3  # history kept
+    demo.refresh_from_db()
+    assert demo.revoked_at is not None
+    # The next start: nothing left to archive, and not a word about it.
+    again = io.StringIO()
+    assert up.Command(stdout=again)._start_demo() is False
+    assert "demo" not in again.getvalue()
+
+
+@pytest.mark.django_db
+def test_an_archived_demo_switched_back_on_is_a_live_source_again(monkeypatch):
+    demo = demo_with_open_flags(1)
+    monkeypatch.setenv("SUPERVISOR_DEMO", "0")
+    assert up.Command(stdout=io.StringIO())._start_demo() is False
+    monkeypatch.setenv("SUPERVISOR_DEMO", "1")
+    command = up.Command(stdout=io.StringIO())
+    assert command._start_demo() is True
+    command.child_env = {}
+    command._demo_command(sys.executable)
+    demo.refresh_from_db()
+    assert demo.revoked_at is None

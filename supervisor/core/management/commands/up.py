@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from supervisor.connectors.simulator.fleet import DEMO_DETECTION
 
@@ -24,6 +25,8 @@ DEMO_SOURCE = "demo"
 # About 100 s in, the demo's follower stops sending for 75 s: `source_silent` (45 s in
 # the demo) opens and resolves within the first five minutes.
 DEMO_OUTAGE = "100:75"
+# Why the demo's open flags were resolved when it was switched off (its tasks stay).
+DEMO_OFF_REASON = "the demo fleet was switched off; its tasks are kept as history"
 # The first login's password, readable by its owner alone, for when the message scrolled away.
 FIRST_PASSWORD_FILE = "first-login-password"
 
@@ -61,7 +64,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
 
     def handle(self, port, host, **options):
-        demo = self._demo_setting()
+        self._demo_setting()  # a wrong value stops us before anything starts
         self.child_env: dict[str, dict[str, str]] = {}
         call_command("migrate", verbosity=0, interactive=False)
         self._ensure_operator()
@@ -97,7 +100,7 @@ class Command(BaseCommand):
                 settings.CELERY_BEAT_SCHEDULE_FILENAME,
             ],
         }
-        if demo is not False and (demo or self._no_orchestrator()):
+        if self._start_demo():
             commands["simulator"] = self._demo_command(python)
         children = {}
         stopping = False
@@ -168,20 +171,74 @@ class Command(BaseCommand):
             raise CommandError(f"SUPERVISOR_DEMO must be 0 or 1 (got {value!r})")
         return None if value == "" else value == "1"
 
-    def _no_orchestrator(self) -> bool:
+    def _orchestrators(self) -> list[str]:
+        """The sources other than the demo's (and Supervisor's internal ones)."""
         from supervisor.core.models import Source
 
-        return not Source.objects.filter(internal=False).exclude(name=DEMO_SOURCE).exists()
+        others = Source.objects.filter(internal=False).exclude(name=DEMO_SOURCE)
+        return list(others.order_by("name").values_list("name", flat=True))
+
+    def _start_demo(self) -> bool:
+        """Whether the demo runs this time; when it does not, a demo left from earlier
+        starts is archived (once), so that its flags do not stay open for good."""
+        demo = self._demo_setting()
+        if demo is True:
+            return True
+        orchestrators = [] if demo is False else self._orchestrators()
+        if demo is None and not orchestrators:
+            return True
+        if demo is False:
+            why = "SUPERVISOR_DEMO=0"
+        else:
+            names = ", ".join(map(repr, orchestrators[:3])) + (", ..." if orchestrators[3:] else "")
+            why = f"a source other than {DEMO_SOURCE!r} exists: {names}"
+        self._archive_demo(why)
+        return False
+
+    def _archive_demo(self, why: str) -> None:
+        """Revoke the demo source and resolve its namespace's open flags with a reason
+        (docs/decisions.md, issue 19 point 8). Once: an archived demo is revoked already."""
+        from supervisor.core import clock
+        from supervisor.core.flags import do_resolve_flag_by_hand
+        from supervisor.core.models import Flag, Source, Task, Thread
+        from supervisor.core.sources import do_revoke_source
+
+        source = Source.objects.filter(name=DEMO_SOURCE, revoked_at__isnull=True).first()
+        if source is None:
+            return
+        now = clock.now()
+        with transaction.atomic():
+            if not do_revoke_source(source):
+                return  # archived by another start meanwhile
+            namespace = source.namespace_id
+            flags = Flag.objects.filter(namespace_id=namespace, state=Flag.OPEN)
+            resolved = 0
+            for flag in flags.order_by("pk"):
+                flag = do_resolve_flag_by_hand(flag, now, reason=DEMO_OFF_REASON, actor="system")
+                resolved += flag.resolve_reason == DEMO_OFF_REASON
+            # Nothing sends for it any more: the clock stops judging its tasks and threads.
+            for model in (Task, Thread):
+                model.objects.filter(namespace_id=namespace).update(next_check_at=None)
+            tasks = Task.objects.filter(namespace_id=namespace, known=True).count()
+        self.stdout.write(
+            f"The demo fleet is off ({why}). Archived its source {DEMO_SOURCE!r}: "
+            f"{resolved} open flags resolved as {DEMO_OFF_REASON!r}; its {tasks} tasks stay "
+            "in the lists as history; SUPERVISOR_DEMO=1 brings the demo back."
+        )
 
     def _demo_command(self, python: str) -> list[str]:
         """The simulator's command line, after binding the demo source to it: its
         webhook connector points at the loopback port the simulator answers actions on."""
         from supervisor.core.models import Source
-        from supervisor.core.sources import check_connector, do_create_source
+        from supervisor.core.sources import check_connector, do_create_source, do_rotate_token
 
         source = Source.objects.filter(name=DEMO_SOURCE).first()
         if source is None:
             source, _ = do_create_source(DEMO_SOURCE, DEMO_SOURCE, "ingest,read,act")
+        elif source.revoked_at is not None:
+            # Archived when the demo was switched off: live again (its token is nobody's).
+            do_rotate_token(source)
+            source.refresh_from_db()
         secret = source.connector_settings.get("secret") or secrets.token_urlsafe(24)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
