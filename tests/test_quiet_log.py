@@ -68,3 +68,15 @@ def test_beat_follows_once_a_t3_source_exists(tmp_path):
     source.connector, source.connector_settings = "t3code", {"db_path": str(tmp_path / "t3")}
     source.save()
     assert scheduler.wanted(follow_entry())
+
+
+def test_a_server_error_keeps_its_traceback(console):
+    try:
+        raise RuntimeError("the database went away")
+    except RuntimeError:
+        logging.getLogger("django.request").error(
+            "Internal Server Error: %s", "/tasks/", exc_info=True, extra={"status_code": 500}
+        )
+    output = console.getvalue()
+    assert output.startswith("Internal Server Error: /tasks/\nTraceback (most recent call last):")
+    assert "RuntimeError: the database went away" in output
