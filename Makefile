@@ -52,4 +52,4 @@ replay: bootstrap
 	$(PY) manage.py replay --check scenarios/*.json tests/scenarios/*.json
 
 clean:
-	rm -rf var/broker var/supervisor.sqlite3* var/celerybeat-schedule*
+	rm -rf var/broker var/supervisor.sqlite3* var/celerybeat-schedule* var/first-login-password

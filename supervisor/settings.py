@@ -237,6 +237,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Celery's scheduler, but an entry with nothing to do (no T3 source to follow) is not sent.
+CELERY_BEAT_SCHEDULER = "supervisor.beat:Scheduler"
 # Time-based flags open within one interval of their time; lost evaluations are redone.
 SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
 # How often the T3 Code sources' state databases are read for new rows.
@@ -254,6 +256,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SUPERVISOR_SWEEP_INTERVAL,
         "options": {"expires": SUPERVISOR_SWEEP_INTERVAL},
     },
+    # Sent only while a T3 source exists (supervisor/beat.py).
     "follow_t3": {
         "task": "supervisor.follow_t3",
         "schedule": SUPERVISOR_T3_FOLLOW_INTERVAL,
@@ -386,8 +389,16 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "supervisor@localhost")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "supervisor.log_redaction.RedactSecrets"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
+    "filters": {
+        "redact": {"()": "supervisor.log_redaction.RedactSecrets"},
+        "one_line_for_client_errors": {"()": "supervisor.request_log.OneLineForClientErrors"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["one_line_for_client_errors", "redact"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

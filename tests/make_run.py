@@ -72,6 +72,14 @@ class MakeRun:
             time.sleep(0.2)
         return text
 
+    def answers_now(self) -> bool:
+        """Whether the web server answers one request, without waiting for it."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/login/", timeout=5) as answer:
+                return answer.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
     def wait_until_serving(self, timeout: float = 120) -> None:
         text = self.wait_for_output("Supervisor is up", timeout)
         found = PASSWORD_LINE.search(text)

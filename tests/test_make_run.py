@@ -2,7 +2,21 @@
 starts (web, worker, beat and the simulated fleet), the demo feeding the dashboard, a
 second start on the same folder, and Ctrl-C leaving nothing behind."""
 
-from tests.make_run import make_run
+import io
+import stat
+import sys
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from supervisor.core.flags import do_open_flag
+from supervisor.core.management.commands import up
+from supervisor.core.models import Flag, Source, Task
+from supervisor.core.snapshot import Finding
+from supervisor.core.sources import do_create_source
+from tests.factories import make_tasks
+from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for
 
 
@@ -27,14 +41,24 @@ def roles(processes: dict[int, str]) -> set[str]:
 def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(tmp_path):
     var_dir = tmp_path / "var"
     with make_run(var_dir, seed=11, keep=True) as run:
+        run.wait_for_output("Supervisor is up")
+        # "Up" means the port answers: at once, not a second or two later.
+        assert run.answers_now(), f"up, but {run.url} does not answer:\n{run.output()}"
         run.wait_until_serving()
         assert run.password, run.output()
+        assert (var_dir / "first-login-password").read_text().strip() == run.password
         assert "A simulated fleet sends events to source 'demo'" in run.output()
         wait_for(
             lambda: roles(run.processes()) >= {"make", "up", "web", "worker", "beat", "simulator"},
             what="web, worker, beat and the simulator under make and up",
             timeout=60,
         )
+        # Quiet: no T3 follow job without a T3 source, no access log line per request
+        # (the fleet's first beats and the test's own requests have happened by now).
+        quiet = run.output()
+        assert "Sending due task follow_t3" not in quiet  # beat's line for each job
+        assert "supervisor.follow_t3[" not in quiet  # the worker's, received and done
+        assert '"GET /login/' not in quiet
         run.ctrl_c()  # make ends as a process killed by SIGINT would
         assert "Stopped." in run.output()
         assert run.processes() == {}, f"left behind: {run.processes()}"
@@ -68,3 +92,74 @@ def test_the_demo_stays_off_with_supervisor_demo_0(tmp_path):
         assert "simulated fleet" not in run.output()
         run.ctrl_c()
         assert run.processes() == {}
+
+
+# What `up` does before it starts anything, called directly (no processes started).
+
+
+@pytest.mark.django_db
+def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message_names(
+    tmp_path, settings
+):
+    settings.VAR_DIR = tmp_path
+    out = io.StringIO()
+    up.Command(stdout=out)._ensure_operator()
+    message = out.getvalue()
+    password = PASSWORD_LINE.search(message).group(1)
+    path = tmp_path / "first-login-password"
+    assert str(path) in message
+    assert path.read_text().strip() == password
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert get_user_model().objects.get(username="operator").check_password(password)
+    # Once only: a second start neither makes a login nor rewrites the file.
+    again = io.StringIO()
+    up.Command(stdout=again)._ensure_operator()
+    assert again.getvalue() == ""
+    assert path.read_text().strip() == password
+
+
+def demo_with_open_flags(count: int) -> Source:
+    demo, _ = do_create_source("demo", "demo", "ingest,read,act")
+    make_tasks(demo, count)
+    now = datetime.now(UTC)
+    for n in range(count):
+        do_open_flag(demo.namespace_id, Finding("stale_result", "task", f"task:t{n}"), now)
+    do_open_flag(demo.namespace_id, Finding("source_silent", "source", "demo"), now)
+    return demo
+
+
+@pytest.mark.django_db
+def test_switching_the_demo_off_resolves_its_open_flags_once_and_says_so(monkeypatch):
+    monkeypatch.delenv("SUPERVISOR_DEMO", raising=False)
+    demo = demo_with_open_flags(3)
+    do_create_source("my-t3", "my-t3", "ingest,read")  # an orchestrator: the demo stays off
+    out = io.StringIO()
+    command = up.Command(stdout=out)
+    assert command._start_demo() is False
+    said = out.getvalue()
+    assert "The demo fleet is off" in said and "4 open flags" in said, said
+    open_flags = Flag.objects.filter(namespace_id=demo.namespace_id, state=Flag.OPEN)
+    assert not open_flags.exists()
+    resolved = Flag.objects.filter(namespace_id=demo.namespace_id)
+    assert {flag.resolve_reason for flag in resolved} == {up.DEMO_OFF_REASON}
+    assert Task.objects.filter(namespace_id=demo.namespace_id).count() == 3  # history kept
+    demo.refresh_from_db()
+    assert demo.revoked_at is not None
+    # The next start: nothing left to archive, and not a word about it.
+    again = io.StringIO()
+    assert up.Command(stdout=again)._start_demo() is False
+    assert "demo" not in again.getvalue()
+
+
+@pytest.mark.django_db
+def test_an_archived_demo_switched_back_on_is_a_live_source_again(monkeypatch):
+    demo = demo_with_open_flags(1)
+    monkeypatch.setenv("SUPERVISOR_DEMO", "0")
+    assert up.Command(stdout=io.StringIO())._start_demo() is False
+    monkeypatch.setenv("SUPERVISOR_DEMO", "1")
+    command = up.Command(stdout=io.StringIO())
+    assert command._start_demo() is True
+    command.child_env = {}
+    command._demo_command(sys.executable)
+    demo.refresh_from_db()
+    assert demo.revoked_at is None

@@ -290,7 +290,7 @@ def test_the_command_prints_one_json_object(audited):
 
 
 def test_the_command_prints_an_aligned_table(audited):
-    assert report().splitlines() == [
+    assert report().split("\n\nWhat each count means:")[0].splitlines() == [
         "namespaces: orchestrator",
         "",
         "measure                                           value  share of tasks seen",
@@ -325,3 +325,14 @@ def test_the_command_audits_all_namespaces_or_the_one_named(audited):
 def test_the_command_refuses_an_unknown_namespace(audited):
     with pytest.raises(CommandError, match="no namespace named 'nowhere'"):
         report("--namespace", "nowhere")
+
+
+def test_the_table_says_what_each_count_means(audited):
+    text = report()
+    table, _, legend = text.partition("\n\nWhat each count means:\n")
+    assert legend, text
+    for label in ("tasks seen", "finalized in the gap", "handed an earlier run's text",
+                  "undelivered_result open", "later results that reached the parent"):  # fmt: skip
+        assert any(line.startswith(f"- {label}") for line in legend.splitlines()), label
+    # The gap finalization is seed 000's narrow measure, not the stale_result flag.
+    assert "stale_result" in legend

@@ -47,7 +47,7 @@ def web(tmp_path):
     env = {**os.environ, **workers.test_database_env(), "PYTHONUNBUFFERED": "1"}
     with log.open("w") as out:
         server = subprocess.Popen(
-            web_command(sys.executable, "127.0.0.1", port),
+            web_command(sys.executable, "127.0.0.1", port, access_log=True),
             cwd=ROOT,
             env=env,
             stdout=out,

@@ -42,12 +42,23 @@ def follower_for(source: Source) -> Follower | None:
     return follower
 
 
+def t3_sources():
+    return Source.objects.filter(connector="t3code", revoked_at__isnull=True)
+
+
+def has_t3_sources() -> bool:
+    """Whether the follow job has anything to read (beat sends it only then)."""
+    return any(
+        (settings or {}).get("db_path")
+        for settings in t3_sources().values_list("connector_settings", flat=True)
+    )
+
+
 @shared_task(name="supervisor.follow_t3", soft_time_limit=240, time_limit=300)
 def follow_t3_sources() -> dict[str, int]:
     """Read what is new in each T3 state database; {source name: rows read}."""
     read: dict[str, int] = {}
-    sources = Source.objects.filter(connector="t3code", revoked_at__isnull=True).order_by("pk")
-    for source in sources:
+    for source in t3_sources().order_by("pk"):
         follower = follower_for(source)
         if follower is None:
             continue
