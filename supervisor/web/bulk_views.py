@@ -38,6 +38,7 @@ from .page_data import SNOOZE_CHOICES
 from .views import can_act
 
 PREVIEW_ROWS = 100
+TEXT_ROWS = 20  # tasks whose exact text the bulk preview shows in full
 REPORTED_TASKS = 10  # tasks named one by one in the messages after a bulk action
 PREVIEW_SALT = "supervisor.bulk-flags"
 
@@ -88,7 +89,11 @@ def bulk_action(request):
 
 
 def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = False):
-    rows = [{"task": t, "preview": preview_action(t, kind)} for t in tasks[:PREVIEW_ROWS]]
+    rows = [
+        {"task": t, "preview": preview_action(t, kind), "show_text": i < TEXT_ROWS}
+        for i, t in enumerate(tasks[:PREVIEW_ROWS])
+    ]
+    texts = [r for r in rows if r["preview"].allowed and r["preview"].text]
     return render(
         request,
         "web/bulk_preview.html",
@@ -99,6 +104,9 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
             "rows": rows,
             "more": max(0, len(tasks) - PREVIEW_ROWS),
             "allowed": sum(1 for r in rows if r["preview"].allowed),
+            # The texts shown are the texts sent: each carries its preview's digest.
+            "shown_texts": [r for r in texts if r["show_text"]],
+            "texts_not_shown": len(texts) - len([r for r in texts if r["show_text"]]),
             "scope": params.get("scope") or "selected",
             "pks": [t.pk for t in tasks],
             "selection": selection_digest(tasks),
@@ -118,6 +126,9 @@ def _confirm(request, params, kind: str, tasks: list):
         actor=f"user:{request.user.get_username()}",
         user=request.user,
         reason=params.get("reason") or None,
+        previewed={
+            t.pk: params[f"previewed-{t.pk}"] for t in tasks if f"previewed-{t.pk}" in params
+        },
     )
     messages.success(
         request, f"Queued {len(outcome.created)} of {len(tasks)} ({page_data.ACTION_LABELS[kind]})."
