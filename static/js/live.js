@@ -4,7 +4,9 @@
  * - resumes the live socket from the last change seen (`{"resume": N}` on each open);
  * - keeps the open-flag count in the tab title, "(3) Supervisor", and on the tab's icon;
  * - keeps ages ("5 min ago") current, and copies an id's full text from its button;
- * - shows a browser notification when a flag opens (permission asked on a click only);
+ * - shows a browser notification when flags open (permission asked on a click only),
+ *   one for a burst, once per browser however many tabs are open;
+ * - keeps the live task list to its newest 200 rows, with "N more — show";
  * - shows a banner while the socket is down and re-fetches the page's main partial every
  *   30 s until it is back;
  * - keyboard: j/k move through task rows, Enter opens, ? shows the shortcuts, Esc closes;
@@ -129,13 +131,111 @@
     if (notifiedFlags[flag]) return;
     notifiedFlags[flag] = true;
     if (!notificationsSupported() || Notification.permission !== "granted") return;
-    var label = el.getAttribute("data-label") || el.getAttribute("data-kind") || "flag";
-    var url = el.getAttribute("data-url") || "/";
+    queueNotice({
+      id: flag,
+      kind: el.getAttribute("data-kind") || "flag",
+      label: el.getAttribute("data-label") || el.getAttribute("data-kind") || "flag",
+      title: el.getAttribute("data-title") || "",
+      url: el.getAttribute("data-url") || "/"
+    });
+  }
+
+  /* ---- notifications: grouped, and once per browser ---------------------------- */
+  // Flags that open within NOTICE_WINDOW_MS of the first make one notification, as the
+  // alerts group a burst ("3 flags opened: …"). Every tab gets the same frames; when its
+  // window closes a tab claims the flags no other tab has claimed yet (a record in
+  // localStorage, read and written under a Web Lock where the browser has them) and
+  // shows only those: three tabs open, one notification. A tab claims nothing before
+  // it shows, so one closed meanwhile leaves its flags to the others.
+  var NOTICE_WINDOW_MS = 3000;
+  var NOTICE_JITTER_MS = 400; // tabs close their windows apart, even without a lock
+  var NOTICE_CLAIMS = "supervisor:notified-flags";
+  var NOTICE_CLAIMS_KEPT_MS = 24 * 3600 * 1000;
+  var NOTICE_LISTED = 4; // flags named in a grouped notification's body
+  var noticeBurst = [];
+  var noticeTimer = null;
+
+  function queueNotice(flag) {
+    noticeBurst.push(flag);
+    if (noticeTimer === null) {
+      noticeTimer = window.setTimeout(closeNoticeWindow, NOTICE_WINDOW_MS + Math.random() * NOTICE_JITTER_MS);
+    }
+  }
+
+  function closeNoticeWindow() {
+    noticeTimer = null;
+    var burst = noticeBurst;
+    noticeBurst = [];
+    withNoticeLock(function () {
+      var fresh = claimFlags(burst);
+      if (fresh.length) showNotice(fresh);
+    });
+  }
+
+  function withNoticeLock(work) {
+    var done = false;
+    function once() {
+      if (done) return;
+      done = true;
+      try { work(); } catch (e) { /* a notification is a courtesy: never break the page */ }
+    }
+    if (navigator.locks && navigator.locks.request) {
+      try {
+        navigator.locks.request("supervisor-notices", once).catch(once);
+        return;
+      } catch (e) { /* no lock here: claim without one */ }
+    }
+    once();
+  }
+
+  function readClaims() {
     try {
-      var note = new Notification("Flag opened: " + label, {
-        body: (el.getAttribute("data-title") || "") + " (" + el.getAttribute("data-kind") + ")",
-        tag: "supervisor-flag-" + flag
-      });
+      var claims = JSON.parse(window.localStorage.getItem(NOTICE_CLAIMS) || "{}");
+      return claims && typeof claims === "object" ? claims : {};
+    } catch (e) {
+      return {};
+    }
+  }
+
+  function claimFlags(burst) {
+    var claims = readClaims();
+    var now = Date.now();
+    var fresh = [];
+    burst.forEach(function (flag) {
+      if (claims[flag.id]) return;
+      claims[flag.id] = now;
+      fresh.push(flag);
+    });
+    if (!fresh.length) return fresh;
+    Object.keys(claims).forEach(function (id) {
+      if (!(now - claims[id] < NOTICE_CLAIMS_KEPT_MS)) delete claims[id];
+    });
+    try {
+      window.localStorage.setItem(NOTICE_CLAIMS, JSON.stringify(claims));
+    } catch (e) { /* storage full or denied: this tab still shows its own */ }
+    return fresh;
+  }
+
+  function showNotice(flags) {
+    if (!notificationsSupported() || Notification.permission !== "granted") return;
+    var first = flags[0];
+    var title, body, url, tag;
+    if (flags.length === 1) {
+      title = "Flag opened: " + first.label;
+      body = first.title + " (" + first.kind + ")";
+      url = first.url;
+      tag = "supervisor-flag-" + first.id;
+    } else {
+      var labels = [];
+      flags.forEach(function (f) { if (labels.indexOf(f.label) < 0) labels.push(f.label); });
+      title = flags.length + " flags opened: " + labels.slice(0, 3).join(", ") + (labels.length > 3 ? ", …" : "");
+      body = flags.slice(0, NOTICE_LISTED).map(function (f) { return f.title + " (" + f.kind + ")"; }).join("\n");
+      if (flags.length > NOTICE_LISTED) body += "\n…and " + (flags.length - NOTICE_LISTED) + " more";
+      url = flags.every(function (f) { return f.url === first.url; }) ? first.url : "/";
+      tag = "supervisor-flags-" + first.id + "-" + flags.length;
+    }
+    try {
+      var note = new Notification(title, { body: body, tag: tag });
       note.onclick = function () {
         window.focus();
         window.location.assign(url);
@@ -397,6 +497,7 @@
     var row = event.detail && event.detail.content;
     var box = $("#task-rows[data-takes-new]");
     if (!box || !row || row.tagName !== "TR" || !/^task-row-/.test(row.id || "")) return;
+    if (wasDropped(box, row)) return; // an update of a row the bound let go
     var body = box.querySelector("tbody");
     var placeholder = body.querySelector("tr:not([id])");
     if (placeholder) placeholder.remove();
@@ -407,7 +508,70 @@
     });
     body.insertBefore(row, before || null);
     htmx.process(row);
+    boundLiveRows(box);
   });
+
+  /* ---- the live list, bounded -------------------------------------------------- */
+  // An all-day tab of the list takes every new task over the socket: it keeps the
+  // newest LIVE_ROWS rows (#task-rows' data-keep-rows may say fewer) and says how many
+  // it let go, "N more — show", linking to them: the list's own next page from the
+  // oldest row kept (the pager follows). A row in keyboard focus or selected for a bulk
+  // action is kept.
+  var LIVE_ROWS = 200;
+  var droppedRows = new WeakMap(); // #task-rows -> {row id: true}; a new list starts anew
+
+  function wasDropped(box, row) {
+    var dropped = droppedRows.get(box);
+    return !!(dropped && dropped[row.id]);
+  }
+
+  function boundLiveRows(box) {
+    var keep = intAttr(box, "data-keep-rows");
+    keep = keep !== null && keep > 0 ? keep : LIVE_ROWS;
+    var list = box.querySelectorAll("tbody tr[data-order]");
+    var over = list.length - keep;
+    var dropped = droppedRows.get(box) || {};
+    var count = 0;
+    for (var i = list.length - 1; i >= 0 && count < over; i--) {
+      if (rowKey(list[i]) === focusedRowId || list[i].querySelector("input[type=checkbox]:checked")) continue;
+      dropped[list[i].id] = true;
+      list[i].remove();
+      count++;
+    }
+    droppedRows.set(box, dropped);
+    if (count) showDropped(box, Object.keys(dropped).length);
+  }
+
+  // The list's cursor (api/pagination.py): base64url of ["delegated_at", pk], unpadded.
+  function olderThanRow(row) {
+    var time = row && row.querySelector("time[datetime]");
+    var pk = row && parseInt((row.id || "").replace(/^task-row-/, ""), 10);
+    if (!time || isNaN(pk)) return window.location.pathname;
+    var cursor = window.btoa(JSON.stringify([time.getAttribute("datetime"), pk]));
+    cursor = cursor.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return window.location.pathname + "?cursor=" + encodeURIComponent(cursor);
+  }
+
+  function showDropped(box, total) {
+    var note = box.querySelector("#dropped-tasks");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "dropped-tasks";
+      note.className = "new-tasks";
+      var table = box.querySelector("table");
+      table.parentNode.insertBefore(note, table.nextSibling);
+    }
+    var rowsLeft = box.querySelectorAll("tbody tr[data-order]");
+    var href = olderThanRow(rowsLeft[rowsLeft.length - 1]);
+    note.setAttribute("data-count", String(total));
+    note.textContent = total + " more — ";
+    var link = document.createElement("a");
+    link.href = href;
+    link.textContent = "show";
+    note.appendChild(link);
+    var pager = box.querySelector(".pager a[rel=next]");
+    if (pager) pager.href = href;
+  }
 
   document.addEventListener("htmx:wsOpen", socketOpened);
   document.addEventListener("htmx:wsClose", socketClosed);

@@ -522,14 +522,22 @@ class BulkOutcome:
 
 
 def do_request_bulk(
-    tasks, kind: str, *, actor: str, user=None, reason=None, message=None
+    tasks, kind: str, *, actor: str, user=None, reason=None, message=None, previewed=None
 ) -> BulkOutcome:
-    """The same action on each task, each on its own (one refusal stops nothing)."""
+    """The same action on each task, each on its own (one refusal stops nothing).
+    `previewed` maps a task's pk to the digest of the preview shown for it: a task whose
+    action changed since is refused (PreviewChanged), as on its own page."""
     outcome = BulkOutcome()
     for task in tasks:
         try:
             action, _ = do_request_action(
-                task, kind, actor=actor, user=user, reason=reason, message=message
+                task,
+                kind,
+                actor=actor,
+                user=user,
+                reason=reason,
+                message=message,
+                previewed=(previewed or {}).get(task.pk),
             )
         except ActionRefused as exc:
             outcome.refused.append((task, str(exc)))

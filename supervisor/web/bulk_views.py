@@ -3,15 +3,18 @@ the list's filters. A preview shows the count and what each task would get; the
 confirmation carries the exact tasks it showed (their digest), and nothing is done if
 they changed meanwhile: the new preview is shown instead (409)."""
 
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from supervisor.core import clock
 from supervisor.core.actions import (
     BULK_LIMIT,
     KINDS,
@@ -19,11 +22,25 @@ from supervisor.core.actions import (
     preview_action,
     selection_digest,
 )
+from supervisor.core.bulk_flags import (
+    DONE_WORDS,
+    FLAG_ACTION_LABELS,
+    FLAG_VERBS,
+    do_bulk_flag_action,
+    kind_counts,
+    open_flags_of,
+    opened_since,
+)
+from supervisor.core.flags import FlagActionError
 
 from . import page_data
+from .page_data import SNOOZE_CHOICES
 from .views import can_act
 
 PREVIEW_ROWS = 100
+TEXT_ROWS = 20  # tasks whose exact text the bulk preview shows in full
+REPORTED_TASKS = 10  # tasks named one by one in the messages after a bulk action
+PREVIEW_SALT = "supervisor.bulk-flags"
 
 
 def _targets(params) -> tuple[list, str | None]:
@@ -57,8 +74,10 @@ def bulk_action(request):
         raise PermissionDenied("your account may look but not act")
     params = request.POST if request.method == "POST" else request.GET
     kind = params.get("kind")
+    if kind in FLAG_VERBS:
+        return _flag_action(request, params, kind)
     if kind not in KINDS:
-        messages.error(request, f"Choose an action: {', '.join(KINDS)}.")
+        messages.error(request, f"Choose an action: {', '.join(KINDS + FLAG_VERBS)}.")
         return _back_to_list(params)
     tasks, error = _targets(params)
     if error:
@@ -70,7 +89,11 @@ def bulk_action(request):
 
 
 def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = False):
-    rows = [{"task": t, "preview": preview_action(t, kind)} for t in tasks[:PREVIEW_ROWS]]
+    rows = [
+        {"task": t, "preview": preview_action(t, kind), "show_text": i < TEXT_ROWS}
+        for i, t in enumerate(tasks[:PREVIEW_ROWS])
+    ]
+    texts = [r for r in rows if r["preview"].allowed and r["preview"].text]
     return render(
         request,
         "web/bulk_preview.html",
@@ -81,6 +104,9 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
             "rows": rows,
             "more": max(0, len(tasks) - PREVIEW_ROWS),
             "allowed": sum(1 for r in rows if r["preview"].allowed),
+            # The texts shown are the texts sent: each carries its preview's digest.
+            "shown_texts": [r for r in texts if r["show_text"]],
+            "texts_not_shown": len(texts) - len([r for r in texts if r["show_text"]]),
             "scope": params.get("scope") or "selected",
             "pks": [t.pk for t in tasks],
             "selection": selection_digest(tasks),
@@ -100,6 +126,9 @@ def _confirm(request, params, kind: str, tasks: list):
         actor=f"user:{request.user.get_username()}",
         user=request.user,
         reason=params.get("reason") or None,
+        previewed={
+            t.pk: params[f"previewed-{t.pk}"] for t in tasks if f"previewed-{t.pk}" in params
+        },
     )
     messages.success(
         request, f"Queued {len(outcome.created)} of {len(tasks)} ({page_data.ACTION_LABELS[kind]})."
@@ -109,3 +138,133 @@ def _confirm(request, params, kind: str, tasks: list):
     if len(outcome.refused) > 10:
         messages.warning(request, f"…and {len(outcome.refused) - 10} more refused.")
     return _back_to_list(params)
+
+
+# --- acknowledge, snooze, resolve the open flags of many tasks ---------------------
+
+
+def _flag_action(request, params, verb: str):
+    if request.method == "POST":
+        return _confirm_flags(request, params, verb)
+    tasks, error = _targets(params)
+    if error:
+        messages.error(request, f"Could not prepare the bulk action: {error}.")
+        return _back_to_list(params)
+    return _show_flag_preview(request, params, verb, tasks)
+
+
+def _show_flag_preview(request, params, verb: str, tasks: list, *, problem: str = ""):
+    """The open flags each task has, which the confirmation will act on (those, and not
+    flags opened after this preview). The list's flag filter narrows them to its kind."""
+    only_kind = (params.get("flag") or "").strip() or None
+    flags = open_flags_of(tasks, only_kind)
+    by_task: dict[int, list] = {}
+    for flag in flags:
+        by_task.setdefault(flag.task_id, []).append(flag)
+    rows = [{"task": t, "flags": by_task.get(t.pk, [])} for t in tasks[:PREVIEW_ROWS]]
+    return render(
+        request,
+        "web/bulk_flags_preview.html",
+        {
+            "verb": verb,
+            "done_word": DONE_WORDS[verb],
+            "label": FLAG_ACTION_LABELS[verb],
+            "count": len(tasks),
+            "flag_count": len(flags),
+            "task_count": len(by_task),
+            "without": len(tasks) - len(by_task),
+            "pks": [t.pk for t in tasks],
+            "kinds": kind_counts(flags),
+            "acknowledged": sum(1 for f in flags if f.acknowledged_at is not None),
+            "only_kind": only_kind,
+            "rows": rows,
+            "more": max(0, len(tasks) - PREVIEW_ROWS),
+            "scope": params.get("scope") or "selected",
+            "flag_pks": [f.pk for f in flags],
+            "previewed": signing.dumps(clock.now().isoformat(), salt=PREVIEW_SALT),
+            "snooze_choices": SNOOZE_CHOICES,
+            "chosen_for": params.get("for") or SNOOZE_CHOICES[0][0],
+            "reason": params.get("reason") or "",
+            "problem": problem,
+            "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
+        },
+        status=400 if problem else 200,
+    )
+
+
+def _previewed_at(params) -> datetime | None:
+    """When the confirmed preview was shown (signed: a snooze runs from then, so the
+    same confirmation sent twice asks for the same 'until' and acts once)."""
+    try:
+        return datetime.fromisoformat(signing.loads(params.get("previewed", ""), salt=PREVIEW_SALT))
+    except (signing.BadSignature, ValueError, TypeError):
+        return None
+
+
+def _confirm_flags(request, params, verb: str):
+    flag_pks = [int(pk) for pk in params.getlist("flag") if pk.isdigit()]
+    now = clock.now()
+    until, reason = None, (params.get("reason") or "").strip()
+    problem = ""
+    previewed = _previewed_at(params)
+    if previewed is None:
+        problem = "the confirmation does not come from a preview: read this one and confirm"
+    elif verb == "snooze":
+        hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(params.get("for"))
+        until = previewed + timedelta(hours=hours) if hours is not None else None
+        if hours is None:
+            problem = "choose how long to snooze"
+        elif until <= now:
+            problem = "the preview is older than the snooze it asks for: confirm this one"
+    elif verb == "resolve" and not reason:
+        problem = "a reason is needed to resolve flags by hand"
+    if problem:
+        tasks, error = _targets(params)
+        if error:
+            messages.error(request, f"Could not prepare the bulk action: {error}.")
+            return _back_to_list(params)
+        return _show_flag_preview(request, params, verb, tasks, problem=problem)
+    actor = f"user:{request.user.get_username()}"
+    try:
+        outcomes = do_bulk_flag_action(
+            verb, flag_pks, now, by=request.user, actor=actor, until=until, reason=reason
+        )
+    except FlagActionError as exc:  # checked above; kept for a rule added to the core
+        messages.error(request, f"Could not {verb} the flags: {exc}.")
+        return _back_to_list(params)
+    _report_flags(request, verb, outcomes)
+    newer = opened_since(previewed, [o.task.pk for o in outcomes], params.get("flag") or None)
+    if newer:
+        kinds = sorted({k for ks in newer.values() for k in ks})
+        messages.warning(
+            request,
+            f"{sum(map(len, newer.values()))} flag(s) opened on these tasks after the "
+            f"preview were left alone ({', '.join(kinds)}): preview again to include them.",
+        )
+    return _back_to_list(params)
+
+
+def _report_flags(request, verb: str, outcomes: list) -> None:
+    word = DONE_WORDS[verb]
+    done = sum(len(o.done) for o in outcomes)
+    already = sum(len(o.already) for o in outcomes)
+    refused = sum(len(o.refused) for o in outcomes)
+    summary = f"{word.capitalize()} {done} flag{'s' if done != 1 else ''} on {len(outcomes)} task"
+    summary += "s" if len(outcomes) != 1 else ""
+    if already:
+        summary += f"; {already} already {word}"
+    if refused:
+        summary += f"; {refused} left as they were"
+    messages.success(request, summary + ".")
+    for outcome in outcomes[:REPORTED_TASKS]:
+        parts = []
+        if outcome.done:
+            parts.append(f"{word} {', '.join(outcome.done)}")
+        if outcome.already:
+            parts.append(f"already {word}: {', '.join(outcome.already)}")
+        for kind, why in outcome.refused:
+            parts.append(f"{kind} not {word}: {why}")
+        level = messages.warning if outcome.refused else messages.info
+        level(request, f"{outcome.task.title or outcome.task.task_id}: {'; '.join(parts)}.")
+    if len(outcomes) > REPORTED_TASKS:
+        messages.info(request, f"…and {len(outcomes) - REPORTED_TASKS} more tasks.")

@@ -17,6 +17,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
+from supervisor.core.bulk_flags import FLAG_ACTION_LABELS
 from supervisor.core.flags import (
     FlagActionError,
     do_acknowledge_flag,
@@ -77,6 +78,7 @@ def task_list(request):
     live = page_data.live_context("list")
     context = page_data.task_list_context(request.GET)
     context |= {"can_act": can_act(request.user), "action_labels": page_data.ACTION_LABELS}
+    context["flag_action_labels"] = FLAG_ACTION_LABELS
     return _page(request, "web/task_list.html", "rows", context, live)
 
 
