@@ -13,6 +13,7 @@ urlpatterns = [
     path("tasks/bulk/", bulk_views.bulk_action, name="bulk-action"),
     path("tasks/<int:pk>/actions/<str:kind>/", action_views.task_action, name="task-action"),
     path("flags/<int:pk>/", views.flag_action, name="flag-action"),
+    path("tasks/<int:pk>/problem/", views.problem_action, name="problem-action"),
     path("audit/", audit, name="audit"),
     path("admin/sources/", admin.sources, name="admin-sources"),
     path("admin/sources/new/", admin.source_create, name="admin-source-create"),

@@ -12,11 +12,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
+from supervisor.core.bulk_flags import do_bulk_flag_action
 from supervisor.core.bulk_flags import FLAG_ACTION_LABELS
 from supervisor.core.flags import (
     FlagActionError,
@@ -137,3 +139,47 @@ def flag_action(request, pk: int):
     if flag.task_id:
         return redirect("web:task-detail", pk=flag.task_id)
     return redirect("web:overview")
+
+
+PROBLEM_DONE = {"acknowledge": "Acknowledged", "snooze": "Snoozed", "resolve": "Resolved"}
+
+
+@login_required
+@require_POST
+def problem_action(request, pk: int):
+    """Acknowledge, snooze or resolve a task's problem: the open flags the page showed
+    (`flag` fields), one do_* call each. A flag opened since is not touched: nobody saw
+    it; a flag resolved since is reported, and a resend changes nothing."""
+    if not can_act(request.user):
+        raise PermissionDenied("your account may look but not act")
+    task = get_object_or_404(Task, pk=pk, known=True)
+    verb, now = request.POST.get("action", ""), clock.now()
+    shown = [int(v) for v in request.POST.getlist("flag") if v.isascii() and v.isdigit()]
+    flags = list(task.flags.filter(pk__in=shown).values_list("pk", flat=True))
+    hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(request.POST.get("for"))
+    until = now + timedelta(hours=hours) if hours else None
+    try:
+        if not flags:
+            raise FlagActionError("the page showed no open flag of this task")
+        if verb == "snooze" and until is None:
+            raise FlagActionError("choose how long to snooze")
+        (outcome,) = do_bulk_flag_action(
+            verb,
+            flags,
+            now,
+            by=request.user,
+            actor=f"user:{request.user.get_username()}",
+            until=until,
+            reason=request.POST.get("reason", ""),
+        )
+    except FlagActionError as exc:
+        messages.error(request, f"Could not {verb or 'act on'} the problem: {exc}.")
+    else:
+        done, already = len(outcome.done), len(outcome.already)
+        words = f"{PROBLEM_DONE[verb]} the problem: {done} flag{pluralize(done)}"
+        if already:
+            words += f" ({already} already {PROBLEM_DONE[verb].lower()})"
+        for kind, why in outcome.refused:
+            words += f"; “{words_for(kind).title}” not: {why}"
+        messages.success(request, words + ".")
+    return redirect("web:task-detail", pk=task.pk)

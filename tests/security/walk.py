@@ -105,6 +105,11 @@ MATRIX = [
     # logging in and out
     Row("/login/", "GET", everyone(200)),
     Row("/login/", "POST", everyone(200)),  # the form again, with "wrong name or password"
+    # the tab's icon draws the count in its URL: no session, nothing of anyone's
+    Row("/favicon.svg", "GET", everyone(200)),
+    Row("/favicon.svg", "POST", everyone(405)),
+    Row("/favicon.ico", "GET", everyone(301)),
+    Row("/favicon.ico", "POST", everyone(301)),
     Row("/logout/", "GET", everyone(405)),
     Row("/logout/", "POST", everyone(302)),
     # the pages: every logged-in user reads them
@@ -195,6 +200,14 @@ MATRIX = [
         {**READERS, VIEWER: 403, OPERATOR: 302, ADMIN: 302},
         {"action": "acknowledge"},
     ),
+    # acting on a task's problem (its open flags shown on the page)
+    Row("/tasks/{task}/problem/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row(
+        "/tasks/{task}/problem/",
+        "POST",
+        {**READERS, VIEWER: 403, OPERATOR: 302, ADMIN: 302},
+        {"action": "acknowledge", "flag": "{flag}"},
+    ),
     # acting on a task: the preview and confirm page, and bulk from the list
     Row("/tasks/{task}/actions/cancel/", "GET", {**ACTORS, OPERATOR: 200, ADMIN: 200}),
     Row(
@@ -276,7 +289,7 @@ MATRIX = [
 # Who may see a 200 without logging in: the log-in page, the signed alert link (its
 # signature is the credential) and the OpenAPI document (the public contract, no data).
 # Static files are served by WhiteNoise before any URL pattern.
-PUBLIC = {"/login/", "/alerts/ack/<str:token>/", "/api/v1/openapi.json"}
+PUBLIC = {"/login/", "/alerts/ack/<str:token>/", "/api/v1/openapi.json", "/favicon.svg"}
 
 
 def stranger() -> Client:
