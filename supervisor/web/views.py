@@ -18,8 +18,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
-from supervisor.core.bulk_flags import do_bulk_flag_action
-from supervisor.core.bulk_flags import FLAG_ACTION_LABELS
+from supervisor.core.bulk_flags import FLAG_ACTION_LABELS, do_bulk_flag_action
 from supervisor.core.flags import (
     FlagActionError,
     do_acknowledge_flag,
