@@ -1,10 +1,9 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic.base import RedirectView
 
 from .api.metrics import metrics
 from .api.router import api
-from .web.favicon import favicon
+from .web.favicon import favicon, favicon_ico
 from .web.login import RateLimitedLoginView
 
 urlpatterns = [
@@ -13,8 +12,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("metrics", metrics, name="metrics"),
     path("favicon.svg", favicon, name="favicon"),
-    # Browsers ask for /favicon.ico on pages without a link (the API's, an error).
-    path("favicon.ico", RedirectView.as_view(url="/favicon.svg", permanent=True)),
+    path("favicon.ico", favicon_ico),
     path("", include("supervisor.notify.urls")),
     path("", include("supervisor.web.urls")),
 ]

@@ -7,7 +7,7 @@ when the count changes.
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponsePermanentRedirect
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
@@ -44,3 +44,9 @@ def icon_svg(count: int) -> str:
 def favicon(request):
     svg = icon_svg(count_from(request.GET.get("n")))
     return HttpResponse(svg, content_type="image/svg+xml")
+
+
+@require_safe
+def favicon_ico(request):
+    """Browsers ask for /favicon.ico on pages without a link (the API's, an error)."""
+    return HttpResponsePermanentRedirect("/favicon.svg")

@@ -1,14 +1,18 @@
 """The objects every URL of the walk needs, made once per test."""
 
+from datetime import timedelta
+
 import pytest
 from django.core import signing
 
 from supervisor.core.actions import preview_action, selection_digest
+from supervisor.core.flags import do_open_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import DeadLetter, Flag, Task, Thread
+from supervisor.core.snapshot import Finding
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
-from tests.factories import at, make_tasks
+from tests.factories import BASE, at, make_tasks
 from tests.web.cast import make_user
 from tests.web.conftest import silent_source  # noqa: F401  (a fixture)
 
@@ -36,6 +40,12 @@ def walk_objects(source, silent_source):  # noqa: F811
         key="walk:1", channel=channel, kind="test", subject="s", body="b", state="failing"
     )
     task = Task.objects.get(task_id="task:t0")
+    # An open flag on the task: its page carries the problem's forms.
+    do_open_flag(
+        source.namespace_id,
+        Finding("stuck", "task", task.task_id, {"text": "walk"}),
+        BASE + timedelta(seconds=7),
+    )
     return {
         "namespace": source.namespace.name,
         "channel": channel.pk,

@@ -109,7 +109,7 @@ MATRIX = [
     Row("/favicon.svg", "GET", everyone(200)),
     Row("/favicon.svg", "POST", everyone(405)),
     Row("/favicon.ico", "GET", everyone(301)),
-    Row("/favicon.ico", "POST", everyone(301)),
+    Row("/favicon.ico", "POST", everyone(405)),
     Row("/logout/", "GET", everyone(405)),
     Row("/logout/", "POST", everyone(302)),
     # the pages: every logged-in user reads them
