@@ -177,6 +177,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "supervisor.web.context_processors.admin_counts",
             ],
         },
     },
