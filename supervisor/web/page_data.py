@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Case, Count, Exists, Max, Min, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -25,9 +26,11 @@ from supervisor.core.actions import cannot_act, nothing_to_cancel
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
+from supervisor.core.roles import ADMIN
 from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
+from supervisor.notify.models import Channel
 from supervisor.notify.severity import RANK, SEVERITY, WARNING
 
 from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
@@ -219,6 +222,27 @@ def overview_context(can_act: bool) -> dict:
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
     }
+
+
+ADMINS_NAMED = 5
+
+
+def alerting_gaps(*, name_admins: bool) -> dict | None:
+    """What is missing for a flag to alert anyone beyond the open tabs: an enabled
+    channel, and an enabled route to one; None when both exist. One query, plus one for
+    the admins' names (who can fix it) when something is missing and they are asked."""
+    found = Channel.objects.filter(enabled=True).aggregate(
+        channels=Count("pk", distinct=True),
+        routes=Count("routes", filter=Q(routes__enabled=True), distinct=True),
+    )
+    if found["channels"] and found["routes"]:
+        return None
+    admins = []
+    if name_admins:
+        users = get_user_model().objects.filter(is_active=True, groups__name=ADMIN)
+        field = get_user_model().USERNAME_FIELD
+        admins = list(users.order_by(field).values_list(field, flat=True)[:ADMINS_NAMED])
+    return {"no_channel": not found["channels"], "no_route": not found["routes"], "admins": admins}
 
 
 # --- task list ----------------------------------------------------------------------
