@@ -136,7 +136,7 @@ def encode_probe(source) -> bytes:
 
 
 def probe_refusal(url: str, status: int, text: str) -> ConnectorError:
-    excerpt = text[:200].strip() or "(empty body)"
+    excerpt = without_secrets(text[:200].strip(), url) or "(empty body)"
     if status == 401:
         return ConnectorError(
             f"webhook {where(url)} refused the signature (401: {excerpt}): "
@@ -197,9 +197,20 @@ def unreachable(url: str, reason: object, timeout: float, *, connected: bool) ->
     if isinstance(reason, TimeoutError):
         return ConnectorError(f"webhook {where(url)} timed out after {timeout:g} s", retryable=True)
     why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    why = without_secrets(why, url)
     if connected:
         return ConnectorError(f"lost the connection to {where(url)}: {why}", retryable=True)
     return ConnectorError(f"could not connect to {where(url)}: {why}", retryable=True)
+
+
+def without_secrets(text: str, url: str) -> str:
+    """`text` with the URL's user, password and query masked: http.client's own errors
+    quote the part of the URL it could not parse ("nonnumeric port: 'pw@host'")."""
+    parts = urlsplit(url)
+    for secret in (parts.password, parts.username, parts.query):
+        if secret:
+            text = text.replace(secret, "********")
+    return text
 
 
 def where(url: str) -> str:
