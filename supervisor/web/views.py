@@ -98,7 +98,7 @@ def task_detail(request, pk: int):
 def thread(request, pk: int):
     live = page_data.live_context("thread", pk)
     thread = get_object_or_404(Thread.objects.select_related("namespace"), pk=pk)
-    context = page_data.thread_context(thread)
+    context = page_data.thread_context(thread) | page_data.thread_activity(thread)
     return _page(request, "web/thread.html", "live", context, live)
 
 
