@@ -178,6 +178,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "supervisor.web.freshness.page_freshness",
+                "supervisor.web.context_processors.admin_counts",
             ],
         },
     },

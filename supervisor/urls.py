@@ -16,3 +16,7 @@ urlpatterns = [
     path("", include("supervisor.notify.urls")),
     path("", include("supervisor.web.urls")),
 ]
+
+handler403 = "supervisor.web.errors.permission_denied"
+handler404 = "supervisor.web.errors.page_not_found"
+handler500 = "supervisor.web.errors.server_error"

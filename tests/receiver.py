@@ -7,7 +7,8 @@ idempotency key once, and can be told to fail, refuse, or hold a request.
 
 Each request, in order: counted in `attempts` and kept in `requests`; answered with the
 status of `fail_next` while any remain, or of `refuse`; 401 on a bad signature; 400 on
-a missing key or a body that is not JSON; 200 `duplicate: true` for a key seen before;
+a missing key or a body that is not JSON; 200 `probe: true` for a connection test's
+probe (no delivery); 200 `duplicate: true` for a key seen before;
 otherwise recorded as a delivery, held if `hold()` was called, and answered 200.
 """
 
@@ -137,6 +138,8 @@ class Receiver:
             document = json.loads(body)
         except ValueError:
             return 400, {"ok": False, "error": "body is not JSON"}, {}, False
+        if isinstance(document, dict) and document.get("type") == "supervisor.probe":
+            return 200, {"ok": True, "probe": True}, {}, False  # a connection test: no delivery
         if key in self.by_key:
             return 200, {"ok": True, "duplicate": True}, {}, False
         self.by_key[key] = document

@@ -593,6 +593,15 @@
       window.location.assign(url);
     }
   });
+  // A 403, 404 or 500 answer to htmx says what happened in the messages area (the
+  // server retargets it there); htmx swaps no error answer by itself.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail && event.detail.xhr;
+    if (xhr && xhr.status >= 400 && xhr.getResponseHeader("HX-Retarget") === "#messages") {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
   document.addEventListener("keydown", onKey);
   document.addEventListener("change", onChange);
   document.addEventListener("click", onClick);

@@ -85,12 +85,14 @@ def overview(can_act: bool) -> list[str]:
 
 
 def thread_tree(thread_pk: int) -> list[str]:
-    """The thread page's parts: its flags and the tree of delegated tasks."""
+    """The thread page's parts: its flags, the tree of delegated tasks, its runs and
+    its timeline."""
     thread = Thread.objects.select_related("namespace").filter(pk=thread_pk).first()
     if thread is None:
         return []
-    context = page_data.thread_context(thread)
-    return [_render(f"web/thread.html#{part}", context) for part in ("thread_flags", "tree")]
+    context = page_data.thread_context(thread) | page_data.thread_activity(thread)
+    parts = ("thread_flags", "tree", "thread_runs", "thread_timeline")
+    return [_render(f"web/thread.html#{part}", context) for part in parts]
 
 
 def flag_opened(flag_pk: int) -> str:

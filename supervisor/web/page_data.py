@@ -12,8 +12,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
+from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Case, Count, Exists, Max, Min, OuterRef, Q, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from ninja.errors import HttpError
@@ -23,11 +36,24 @@ from supervisor.api.tasks import PAGE_SIZE, task_queryset
 from supervisor.core import clock, ownership
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
 from supervisor.core.flags import awaiting_attention, taken_up
-from supervisor.core.loader import load_for_task
-from supervisor.core.models import Change, Environment, Flag, Namespace, Source, Task, Thread
+from supervisor.core.loader import load_for_subjects, load_for_task
+from supervisor.core.models import (
+    BackgroundItem,
+    Change,
+    Environment,
+    Flag,
+    Namespace,
+    Run,
+    Source,
+    Task,
+    Thread,
+    Wake,
+)
+from supervisor.core.roles import ADMIN
 from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
+from supervisor.notify.models import Channel
 from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
 from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
@@ -42,6 +68,8 @@ LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
 NEEDS_ACTION_LIMIT = 50
 LATEST_LIMIT = 10
 TREE_DEPTH = 6  # levels of delegation shown below a thread
+THREAD_RUNS = 25  # the newest runs listed on a thread's page
+THREAD_TIMELINE = 40  # the newest runs, wakes and items each read for its timeline (> THREAD_RUNS)
 
 
 # --- live ---------------------------------------------------------------------------
@@ -235,6 +263,27 @@ def overview_context(can_act: bool) -> dict:
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
     }
+
+
+ADMINS_NAMED = 5
+
+
+def alerting_gaps(*, name_admins: bool) -> dict | None:
+    """What is missing for a flag to alert anyone beyond the open tabs: an enabled
+    channel, and an enabled route to one; None when both exist. One query, plus one for
+    the admins' names (who can fix it) when something is missing and they are asked."""
+    found = Channel.objects.filter(enabled=True).aggregate(
+        channels=Count("pk", distinct=True),
+        routes=Count("routes", filter=Q(routes__enabled=True), distinct=True),
+    )
+    if found["channels"] and found["routes"]:
+        return None
+    admins = []
+    if name_admins:
+        users = get_user_model().objects.filter(is_active=True, groups__name=ADMIN)
+        field = get_user_model().USERNAME_FIELD
+        admins = list(users.order_by(field).values_list(field, flat=True)[:ADMINS_NAMED])
+    return {"no_channel": not found["channels"], "no_route": not found["routes"], "admins": admins}
 
 
 # --- task list ----------------------------------------------------------------------
@@ -599,3 +648,132 @@ def thread_context(thread: Thread) -> dict:
         "thread_flags": [flag_entry(f) for f in thread_flags],
         "can_act": False,
     }
+
+
+def thread_activity(thread: Thread) -> dict:
+    """A thread's newest runs (each with its trigger, result in short, and the task that
+    owns it, with why) and a timeline of its runs, wakes and background items in time
+    order. Bounded: a fixed number of queries and rows, whatever the thread's length;
+    only the ownership, a fixed point over the thread's runs, reads them all (as the
+    task page does), and only when a known task delegated to this thread."""
+    read = list(
+        Run.objects.filter(thread=thread).order_by(F("ordinal").desc(nulls_last=True), "-pk")[
+            :THREAD_TIMELINE
+        ]
+    )
+    runs = read[:THREAD_RUNS]
+    run_total = len(read)
+    if run_total == THREAD_TIMELINE:
+        run_total = Run.objects.filter(thread=thread).count()
+    owners = _run_owners(thread, runs)
+    rows = [{"run": run, **owners.get(run.run_id, {})} for run in runs]
+    return {
+        "runs": rows,
+        "runs_more": run_total - len(runs),
+        "run_total": run_total,
+        **_thread_timeline(thread, read),
+    }
+
+
+def _run_owners(thread: Thread, runs: list[Run]) -> dict[str, dict]:
+    """run id -> {"owner": the Task owning it or None, "why": run_reason's words}."""
+    tasks = {t.task_id: t for t in Task.objects.filter(known=True, child_thread=thread)}
+    if not tasks or not runs:
+        return {}
+    snap = load_for_subjects(thread.namespace_id, set(tasks), {thread.thread_id})
+    views = [snap.tasks[task_id] for task_id in tasks if task_id in snap.tasks]
+    owned = {v.id: {r.id for r in ownership.owned_runs(snap, v)} for v in views}
+    # A run no task owns is explained against the task delegated first, not a follow-up.
+    first = min(
+        views, key=lambda v: (v.follow_up_of is not None, v.delegated_at or ownership.LATEST)
+    )
+    out = {}
+    for run in runs:
+        view = snap.runs.get(run.run_id)
+        if view is None:  # arrived after the snapshot was read
+            continue
+        owner = next((v for v in views if run.run_id in owned[v.id]), None)
+        judged = owner or first
+        out[run.run_id] = {
+            "owner": tasks[owner.id] if owner else None,
+            "why": run_reason(snap, judged, view, owned[judged.id]),
+        }
+    return out
+
+
+def _thread_timeline(thread: Thread, runs: list[Run]) -> dict:
+    """The newest THREAD_TIMELINE runs (read by the caller), wakes to the thread and
+    background items, as dated steps in time order. Where a kind had more, the steps
+    before its oldest one read are dropped (some of that kind would be missing there)
+    and `since` says so."""
+    newest = THREAD_TIMELINE
+    wakes = list(
+        Wake.objects.filter(thread=thread).order_by(F("queued_at").desc(nulls_last=True), "-pk")[
+            :newest
+        ]
+    )
+    items = list(
+        BackgroundItem.objects.filter(thread=thread).order_by(
+            F("started_at").desc(nulls_last=True), "-pk"
+        )[:newest]
+    )
+    steps: list[Step] = []
+    for run in runs:
+        label = f"run {run.ordinal if run.ordinal is not None else '?'}"
+        trigger = run.trigger_kind or "unknown trigger"
+        if run.requested_event:
+            steps.append(
+                Step(
+                    run.requested_at, "run.requested", f"{label} requested ({trigger})", run.run_id
+                )
+            )
+        if run.started_event:
+            steps.append(Step(run.started_at, "run.started", f"{label} started", run.run_id))
+        if run.finished_event:
+            text = f"{label} {run.status}: {run.summary or run.error or ''}".strip().rstrip(":")
+            steps.append(Step(run.finished_at, "run.finished", text, run.run_id))
+    for wake in wakes:
+        if wake.queued_event:
+            source = wake.source_kind or "?"
+            named = wake.source_task or wake.source_item or wake.source_thread
+            text = f"wake queued ({source}{' ' + named if named else ''}"
+            text += f", {wake.outcome})" if wake.outcome else ")"
+            if wake.summary:
+                text += f": {wake.summary}"
+            steps.append(Step(wake.queued_at, "wake.queued", text, wake.wake_id))
+        if wake.delivered_event:
+            into = f" into {wake.delivered_run}" if wake.delivered_run else ""
+            steps.append(
+                Step(wake.delivered_at, "wake.delivered", f"wake delivered{into}", wake.wake_id)
+            )
+    for item in items:
+        name = f"{item.kind or 'item'} {item.label or item.item_id}"
+        if item.started_event:
+            steps.append(
+                Step(item.started_at, "background.started", f"{name} started", item.item_id)
+            )
+        if item.finished_event:
+            status = f" ({item.finish_status})" if item.finish_status else ""
+            steps.append(
+                Step(
+                    item.finished_at,
+                    "background.finished",
+                    f"{name} finished{status}",
+                    item.item_id,
+                )
+            )
+    # Where a kind was cut, its oldest row read marks how far back the timeline is whole.
+    cut = [
+        oldest
+        for rows, when in (
+            (runs, lambda r: r.requested_at or r.started_at),
+            (wakes, lambda w: w.queued_at),
+            (items, lambda i: i.started_at),
+        )
+        if len(rows) == newest and (oldest := when(rows[-1])) is not None
+    ]
+    since = max(cut) if cut else None
+    dated = [s for s in steps if s.at is not None and (since is None or s.at >= since)]
+    dated.sort(key=lambda s: (s.at, s.kind, s.subject))
+    undated = [s for s in steps if s.at is None]
+    return {"timeline": dated + undated, "timeline_since": since}

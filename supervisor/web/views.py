@@ -70,6 +70,9 @@ def _page(request, template: str, partial: str, context: dict, live: dict):
 def overview(request):
     live = page_data.live_context("overview")
     context = page_data.overview_context(can_act(request.user))
+    if not _wants_partial(request):  # shown above the live part: a reload updates it
+        is_admin = request.user.has_perm("core.administer")
+        context["alerting_gaps"] = page_data.alerting_gaps(name_admins=not is_admin)
     return _page(request, "web/overview.html", "live", context, live)
 
 
@@ -101,7 +104,7 @@ def task_detail(request, pk: int):
 def thread(request, pk: int):
     live = page_data.live_context("thread", pk)
     thread = get_object_or_404(Thread.objects.select_related("namespace"), pk=pk)
-    context = page_data.thread_context(thread)
+    context = page_data.thread_context(thread) | page_data.thread_activity(thread)
     return _page(request, "web/thread.html", "live", context, live)
 
 

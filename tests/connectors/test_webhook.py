@@ -264,6 +264,73 @@ def test_connection_errors_do_not_show_credentials_or_query_strings():
     assert "pw" not in str(caught.value) and "hunter2" not in str(caught.value)
 
 
+# --- the connection test: a signed probe ---------------------------------------------
+
+
+def test_the_connection_test_posts_a_signed_probe_that_delivers_nothing(receiver):
+    answer = webhook(receiver.url).check_connection(timeout=5)
+
+    assert answer.startswith(f"webhook {receiver.url} took a signed probe: answered 200 in ")
+    (probe,) = receiver.requests
+    assert probe.status == 200 and json.loads(probe.body)["type"] == "supervisor.probe"
+    signing.verify(SECRET, probe.body, probe.headers[signing.HEADER])
+    assert probe.headers[signing.IDEMPOTENCY_HEADER].startswith("probe-")
+    assert receiver.deliveries == []
+
+
+def test_a_connection_test_with_the_wrong_secret_says_so():
+    with (
+        Receiver(secret="another-secret-entirely") as other,
+        pytest.raises(ConnectorError) as caught,
+    ):
+        webhook(other.url).check_connection(timeout=5)
+    assert str(caught.value).startswith(f"webhook {other.url} refused the signature (401: ")
+    assert "same secret" in str(caught.value)
+
+
+def test_a_connection_test_answered_with_an_error_status_fails_with_it(receiver):
+    receiver.fail_next(1, status=503)
+    with pytest.raises(ConnectorError) as caught:
+        webhook(receiver.url).check_connection(timeout=5)
+    assert str(caught.value).startswith(f"webhook {receiver.url} answered 503: ")
+    assert "failing on purpose" in str(caught.value)
+
+
+def test_a_connection_test_to_a_closed_port_fails_with_the_url():
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/hook"
+        with pytest.raises(ConnectorError) as caught:
+            webhook(url).check_connection(timeout=5)
+    assert str(caught.value) == f"could not connect to {url}: Connection refused"
+
+
+def test_a_connection_test_nobody_answers_times_out():
+    # Listening but never accepting: the request is sent, no answer ever comes.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        started = time.monotonic()
+        with pytest.raises(ConnectorError) as caught:
+            webhook(url).check_connection(timeout=0.3)
+    assert str(caught.value) == f"webhook {url} timed out after 0.3 s"
+    assert time.monotonic() - started < 2
+
+
+def test_the_demo_fleets_receiver_answers_the_probe():
+    from supervisor.core.management.commands.simulate import Receiver as FleetReceiver
+
+    server = FleetReceiver(("127.0.0.1", 0), SECRET, None, None, None, print)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        assert "took a signed probe: answered 200" in webhook(url).check_connection(timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # --- what is sent --------------------------------------------------------------------
 
 

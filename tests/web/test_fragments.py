@@ -73,6 +73,8 @@ def test_thread_parts_are_the_pages_partials(client, viewer, three_levels):
     assert [re.search(r'id="([^"]+)"', p).group(1) for p in parts] == [
         "thread-flags",
         "thread-tree",
+        "thread-runs",
+        "thread-timeline",
     ]
     for part in parts:
         assert in_page(part, html), part

@@ -6,6 +6,10 @@ sorted keys, in UTF-8. Headers: `Supervisor-Signature` (see `signing`), `Idempot
 (the receiver must take a key once), `User-Agent: Supervisor-webhook/1`, and any
 configured in the settings.
 
+The source page's connection test sends `{"type": "supervisor.probe", "probe":
+{"source", "at"}}`, signed the same way under a key of its own: a receiver answers it
+2xx once the signature checks, and acts on nothing.
+
 One call is one attempt: the Celery task that calls it retries with backoff, guided by
 `ConnectorError.retryable`.
 """
@@ -14,8 +18,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.error
 import urllib.request
+import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,6 +37,7 @@ from . import settings as webhook_settings
 from . import signing
 
 USER_AGENT = "Supervisor-webhook/1"
+PROBE_TYPE = "supervisor.probe"
 DETAIL_LIMIT = 2000
 # Enough for any sensible answer; a receiver streaming megabytes does not fill our memory.
 READ_LIMIT = 64 * 1024
@@ -70,15 +77,7 @@ class WebhookConnector(Connector):
         url = self.settings["url"]
         # The caller's budget (its task time limit) and the operator's limit both hold.
         timeout = min(timeout, self.settings["timeout"])
-        body = encode(outgoing)
-        request = urllib.request.Request(url, data=body, method="POST")
-        for name, value in self.settings["headers"].items():
-            request.add_header(name, value)
-        request.add_header("Content-Type", "application/json")
-        request.add_header("User-Agent", USER_AGENT)
-        request.add_header(signing.IDEMPOTENCY_HEADER, outgoing.idempotency_key)
-        # Real time, not core.clock: the receiver checks the timestamp against its own clock.
-        request.add_header(signing.HEADER, signing.sign(self.settings["secret"], body))
+        request = self._signed(encode(outgoing), outgoing.idempotency_key)
         try:
             with _opener.open(request, timeout=timeout) as response:
                 return receipt(response.status, read_text(response))
@@ -90,6 +89,67 @@ class WebhookConnector(Connector):
         except (OSError, http.client.HTTPException) as exc:
             # Raised past urllib's wrapping while waiting for or reading the answer.
             raise unreachable(url, exc, timeout, connected=True) from None
+
+    def check_connection(self, *, timeout: float) -> str:
+        """POST a signed probe (`{"type": "supervisor.probe", ...}`, acting on nothing)
+        and say what answered: 2xx is a receiver that took the signature; a refused
+        connection, a timeout or any other status is a ConnectorError naming the URL."""
+        url = self.settings["url"]
+        timeout = min(timeout, self.settings["timeout"])
+        started = time.monotonic()
+        request = self._signed(encode_probe(self.source), f"probe-{uuid.uuid4().hex}")
+        try:
+            with _opener.open(request, timeout=timeout) as response:
+                status = response.status
+                read_text(response)
+        except urllib.error.HTTPError as exc:
+            with exc:
+                text = read_text(exc)
+            raise probe_refusal(url, exc.code, text) from None
+        except urllib.error.URLError as exc:
+            raise unreachable(url, exc.reason, timeout, connected=False) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise unreachable(url, exc, timeout, connected=True) from None
+        took = (time.monotonic() - started) * 1000
+        return f"webhook {where(url)} took a signed probe: answered {status} in {took:.0f} ms"
+
+    def _signed(self, body: bytes, key: str) -> urllib.request.Request:
+        request = urllib.request.Request(self.settings["url"], data=body, method="POST")
+        for name, value in self.settings["headers"].items():
+            request.add_header(name, value)
+        request.add_header("Content-Type", "application/json")
+        request.add_header("User-Agent", USER_AGENT)
+        request.add_header(signing.IDEMPOTENCY_HEADER, key)
+        # Real time, not core.clock: the receiver checks the timestamp against its own clock.
+        request.add_header(signing.HEADER, signing.sign(self.settings["secret"], body))
+        return request
+
+
+def encode_probe(source) -> bytes:
+    """A connection test's body: receivers answer it 2xx after checking the signature,
+    and act on nothing."""
+    document = {
+        "type": PROBE_TYPE,
+        "probe": {"source": getattr(source, "name", None), "at": int(time.time())},
+    }
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def probe_refusal(url: str, status: int, text: str) -> ConnectorError:
+    excerpt = without_secrets(text[:200].strip(), url) or "(empty body)"
+    if status == 401:
+        return ConnectorError(
+            f"webhook {where(url)} refused the signature (401: {excerpt}): "
+            f"does the receiver have the same secret?",
+            retryable=False,
+        )
+    if 300 <= status < 400:
+        return ConnectorError(
+            f"webhook {where(url)} answered {status}, a redirect, which is not followed: "
+            f"set the url to where the receiver really is",
+            retryable=False,
+        )
+    return ConnectorError(f"webhook {where(url)} answered {status}: {excerpt}", retryable=False)
 
 
 def encode(outgoing: Outgoing) -> bytes:
@@ -137,9 +197,20 @@ def unreachable(url: str, reason: object, timeout: float, *, connected: bool) ->
     if isinstance(reason, TimeoutError):
         return ConnectorError(f"webhook {where(url)} timed out after {timeout:g} s", retryable=True)
     why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    why = without_secrets(why, url)
     if connected:
         return ConnectorError(f"lost the connection to {where(url)}: {why}", retryable=True)
     return ConnectorError(f"could not connect to {where(url)}: {why}", retryable=True)
+
+
+def without_secrets(text: str, url: str) -> str:
+    """`text` with the URL's user, password and query masked: http.client's own errors
+    quote the part of the URL it could not parse ("nonnumeric port: 'pw@host'")."""
+    parts = urlsplit(url)
+    for secret in (parts.password, parts.username, parts.query):
+        if secret:
+            text = text.replace(secret, "********")
+    return text
 
 
 def where(url: str) -> str:

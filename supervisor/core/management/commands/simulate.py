@@ -313,6 +313,8 @@ class ReceiverHandler(BaseHTTPRequestHandler):
             document = json.loads(body)
         except ValueError as exc:
             return 400, {"error": f"the body is not JSON: {exc}"}
+        if isinstance(document, dict) and document.get("type") == "supervisor.probe":
+            return 200, {"ok": True, "probe": True}  # the source page's connection test
         if not isinstance(document, dict) or document.get("type") != "supervisor.action":
             return 400, {"error": 'expected {"type": "supervisor.action", "action": {...}}'}
         action = document.get("action")

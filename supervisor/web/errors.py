@@ -1,0 +1,50 @@
+"""The 403, 404 and 500 pages: the site's own header and navigation, what happened in
+one sentence, and where to go from there.
+
+To htmx (a filter, a form, the slow poll) the same sentence comes alone, retargeted to
+the page's messages area (live.js lets htmx swap it in): a whole page embedded in the
+part it was refreshing would help nobody. The 500 page is rendered without a request
+context or a query: the database may be what failed.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, HttpResponseServerError
+from django.shortcuts import render
+from django.template import loader
+
+
+def _for_htmx(request) -> bool:
+    return bool(request.headers.get("HX-Request"))
+
+
+def _retargeted(response: HttpResponse) -> HttpResponse:
+    response["HX-Retarget"] = "#messages"
+    response["HX-Reswap"] = "innerHTML"
+    return response
+
+
+def _page(request, status: int, exception=None) -> HttpResponse:
+    template = f"{status}.html"
+    # A PermissionDenied's words are ours ("this page is for admins"); a 404's may
+    # name a model or the URL patterns tried, and are not shown.
+    reason = str(exception or "") if status == 403 else ""
+    context = {"reason": reason}
+    if _for_htmx(request):
+        return _retargeted(render(request, f"{template}#what", context, status=status))
+    return render(request, template, context, status=status)
+
+
+def permission_denied(request, exception=None):
+    return _page(request, 403, exception)
+
+
+def page_not_found(request, exception=None):
+    return _page(request, 404, exception)
+
+
+def server_error(request):
+    # As Django's own handler500: no context processors, no request, no query.
+    template = loader.get_template("500.html#what" if _for_htmx(request) else "500.html")
+    response = HttpResponseServerError(template.render())
+    return _retargeted(response) if _for_htmx(request) else response
