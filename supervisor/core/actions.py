@@ -21,7 +21,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
-from supervisor.connectors.base import ConnectorError, Outgoing, Receipt, SettingsError
+from supervisor.connectors.base import (
+    ConnectorError,
+    Outgoing,
+    Receipt,
+    SettingsError,
+    delivery_wake,
+)
 from supervisor.connectors.registry import connector_for
 
 from . import clock, ownership
@@ -758,7 +764,7 @@ def record_delivery(action: Action, now: datetime) -> None:
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
         "data": {
-            "wake": f"supervisor:delivery:{action.pk}",
+            "wake": delivery_wake(action.pk),
             "thread": action.target_thread_id,
             "source": {"kind": "manual", "task": task.task_id},
             "summary": action.text,
