@@ -59,7 +59,7 @@ def test_deliver_sends_the_latest_result_once_and_resolves_the_delivery_flags(
         assert preview.text.endswith(latest)
         assert "delivered by hand via Supervisor" in preview.text
         assert TASK in preview.text
-        assert any("stale_result" in line for line in preview.affects)
+        assert "stale_result" in dict(preview.answers)
 
         action, created = do_request_action(task, "deliver", actor="user:op", reason="seed 000")
         assert created and action.state == "queued" and action.text == preview.text
