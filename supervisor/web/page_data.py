@@ -21,6 +21,7 @@ from ninja.errors import HttpError
 from supervisor.api.pagination import decode, encode
 from supervisor.api.tasks import PAGE_SIZE, open_flag_kinds, task_queryset
 from supervisor.core import clock, ownership
+from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import cannot_act, nothing_to_cancel
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_task
@@ -83,7 +84,16 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
         "events": [e for e in evidence.get("events") or [] if e],
         "url": url,
         "subject": subject or flag.subject_id,
+        "resolved_words": resolved_words(flag) if flag.state == Flag.RESOLVED else "",
     }
+
+
+def resolved_words(flag: Flag) -> str:
+    """What resolved a flag: an operator by hand (who, and the reason), an action that
+    answered it, or the orchestrator's later events (the rules' words, when recorded)."""
+    if flag.resolved_by_id is not None:
+        return f"resolved by hand by {flag.resolved_by.get_username()}: {flag.resolve_reason}"
+    return flag.resolve_reason or LATER_EVENTS
 
 
 def task_rows(tasks: list[Task]) -> list[dict]:
@@ -476,7 +486,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
     snap = load_for_task(task)
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
-    flags = list(task.flags.order_by("state", "-opened_at", "-pk"))
+    flags = list(task.flags.select_related("resolved_by").order_by("state", "-opened_at", "-pk"))
     open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
     return {
