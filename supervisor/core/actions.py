@@ -676,12 +676,17 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
             try:
                 with transaction.atomic():
                     record_delivery(action, now)
-                    resolve_answered(action, now)
             except Exception as exc:
                 log.exception("action %s: sent, but recording the delivery failed", action.pk)
                 error = f"sent, but recording it as the parent's manual wake failed: {exc}"
                 Action.objects.filter(pk=action.pk).update(last_error=error)
                 unrecorded = {"error": error}
+            else:
+                try:
+                    with transaction.atomic():
+                        resolve_answered(action, now)
+                except Exception:  # the flags stay open for the operator: never a lost send
+                    log.exception("action %s: recorded, but resolving its flags failed", action.pk)
         _change(action, "action.succeeded", now, duplicate=receipt.duplicate, **unrecorded)
     return Action.SUCCEEDED
 
