@@ -78,5 +78,8 @@ def preview_json(preview) -> dict:
             | {"finished_at": r["finished_at"].isoformat() if r["finished_at"] else None}
             for r in preview.other_results
         ],
+        # The task's open flags this action answers, and those that stay open after it
+        "answers": [{"flag": kind, "how": how} for kind, how in preview.answers],
+        "stays_open": [{"flag": kind, "why": why} for kind, why in preview.stays_open],
         "preview": preview.digest if preview.allowed else None,
     }

@@ -46,6 +46,18 @@ class Outgoing:
     def as_json(self) -> dict[str, Any]:
         return asdict(self) | {"queued_runs": list(self.queued_runs)}
 
+    @property
+    def delivery_wake(self) -> str:
+        """deliver: the wake Supervisor records the confirmed delivery as (contract §4).
+        An orchestrator that reports the wake it queued for the delivery names it so,
+        and the two make one wake, not two."""
+        return delivery_wake(self.action_id)
+
+
+def delivery_wake(action_id: int) -> str:
+    """The id of the manual wake that records delivery `action_id`."""
+    return f"supervisor:delivery:{action_id}"
+
 
 @dataclass(frozen=True)
 class Receipt:

@@ -21,13 +21,20 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
-from supervisor.connectors.base import ConnectorError, Outgoing, Receipt, SettingsError
+from supervisor.connectors.base import (
+    ConnectorError,
+    Outgoing,
+    Receipt,
+    SettingsError,
+    delivery_wake,
+)
 from supervisor.connectors.registry import connector_for
 
-from . import clock, ownership
+from . import action_outcomes, clock, ownership
+from .flags import do_resolve_flag
 from .ingest import apply_events
 from .loader import load_for_task
-from .models import Action, Change, IngestedEvent, Run, Source, Task
+from .models import Action, Change, Flag, IngestedEvent, Run, Source, Task
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +99,10 @@ class Preview:
     status: int = 409
     # deliver: the child's other finished runs with a result, any of which may be chosen
     other_results: list[dict] = field(default_factory=list)
+    # The task's open flags this action answers (kind, how), and those that stay open
+    # after it (kind, why): said before confirming.
+    answers: list[tuple[str, str]] = field(default_factory=list)
+    stays_open: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -196,6 +207,10 @@ def preview_action(
         _preview_cancel(preview, snap, view, child, run)
     if preview.refusal:
         return preview
+    open_kinds = task.flags.filter(state="open", subject_type="task").values_list("kind", flat=True)
+    preview.answers, preview.stays_open = action_outcomes.outcomes(
+        snap, view, kind, open_kinds, run=preview.run
+    )
     _bind_connector(preview)
     return preview
 
@@ -284,22 +299,6 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
         )
     if ownership.has_reached_parent(snap, view, chosen.summary):
         preview.affects.append("This result has already reached the parent once.")
-    open_kinds = sorted(
-        task.flags.filter(
-            state="open",
-            kind__in=(
-                "stale_result",
-                "undelivered_result",
-                "premature_completion",
-                "never_delivered",
-            ),
-        ).values_list("kind", flat=True)
-    )
-    if open_kinds:
-        preview.affects.append(
-            "Once the delivery is confirmed it is recorded as a manual wake; open flags "
-            f"it answers: {', '.join(open_kinds)}."
-        )
 
 
 def _preview_continue(preview: Preview, child: str | None, message: str | None) -> None:
@@ -313,11 +312,6 @@ def _preview_continue(preview: Preview, child: str | None, message: str | None) 
         "by a message is a follow-up (contract §4): its result is not counted as this "
         "task's latest result."
     )
-    if preview.task.flags.filter(state="open", kind="transient_failure").exists():
-        preview.affects.append(
-            "transient_failure stays open while the orchestrator still reports the task "
-            "failed; resolve it with a reason once the child has finished."
-        )
 
 
 def nothing_to_cancel(snap, view) -> str | None:
@@ -368,11 +362,6 @@ def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | 
         )
     if preview.task.status not in ("cancelled", "interrupted"):
         preview.affects.append("The orchestrator should then report the task cancelled.")
-    if preview.task.flags.filter(state="open", kind="duplicate_delegation").exists():
-        preview.affects.append(
-            "duplicate_delegation stays open (it records that the task was delegated "
-            "twice): resolve it with a reason once the cancel has gone through."
-        )
 
 
 def cannot_act(task: Task, kind: str):
@@ -700,6 +689,12 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
                 error = f"sent, but recording it as the parent's manual wake failed: {exc}"
                 Action.objects.filter(pk=action.pk).update(last_error=error)
                 unrecorded = {"error": error}
+            else:
+                try:
+                    with transaction.atomic():
+                        resolve_answered(action, now)
+                except Exception:  # the flags stay open for the operator: never a lost send
+                    log.exception("action %s: recorded, but resolving its flags failed", action.pk)
         _change(action, "action.succeeded", now, duplicate=receipt.duplicate, **unrecorded)
     return Action.SUCCEEDED
 
@@ -766,7 +761,7 @@ def record_delivery(action: Action, now: datetime) -> None:
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
         "data": {
-            "wake": f"supervisor:delivery:{action.pk}",
+            "wake": delivery_wake(action.pk),
             "thread": action.target_thread_id,
             "source": {"kind": "manual", "task": task.task_id},
             "summary": action.text,
@@ -776,6 +771,36 @@ def record_delivery(action: Action, now: datetime) -> None:
     if result.rejected:
         raise RuntimeError(f"recording delivery {action.pk} failed: {result.rejected}")
     evaluate_after_commit(task.namespace_id, result)
+
+
+def actor_words(actor_name: str | None) -> str:
+    """`user:alice` as an operator reads it: alice (a source's name stays as it is)."""
+    name = actor_name or "someone"
+    return name.removeprefix("user:")
+
+
+def resolve_answered(action: Action, now: datetime) -> list[Flag]:
+    """After a recorded delivery, resolve the task's failure flags it answers (the parent
+    now holds the child's later result), saying by whom; the rules resolve the delivery
+    flags themselves on their next evaluation. Kept resolved while their condition
+    holds, as a resolution by hand is. Idempotent: a resolved flag is left alone."""
+    task = action.task
+    snap = load_for_task(task)
+    view = snap.tasks[task.task_id]
+    flags = {
+        f.kind: f
+        for f in task.flags.filter(state=Flag.OPEN, kind__in=action_outcomes.FAILURE_KINDS)
+    }
+    answers, _ = action_outcomes.outcomes(snap, view, "deliver", flags, run=action.run_id)
+    reason = (
+        f"resolved by the delivery by hand of run {action.run_id} by "
+        f"{actor_words(action.actor_name)}"
+    )
+    return [
+        flags[kind]
+        for kind, _ in answers
+        if do_resolve_flag(flags[kind], now, reason=reason, suppress=True)
+    ]
 
 
 # --- sweep --------------------------------------------------------------------------

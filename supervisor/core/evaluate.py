@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
+from .action_outcomes import resolved_because
 from .batch_write import update_rows
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
@@ -129,7 +130,14 @@ def evaluate(
             for f in findings
             if (f.subject_type, f.subject_id) in subjects
         }
-        reconcile(namespace_id, subjects, wanted, now, kinds=RULE_KINDS)
+        reconcile(
+            namespace_id,
+            subjects,
+            wanted,
+            now,
+            kinds=RULE_KINDS,
+            because=lambda key: resolved_because(snap, *key),
+        )
         _record_evaluation(Task, "task_id", namespace_id, task_ids, due, "task", now)
         _record_evaluation(Thread, "thread_id", namespace_id, thread_ids, due, "thread", now)
     return min((when for key, when in due.items() if key in subjects), default=None)
@@ -146,10 +154,16 @@ def _subject_filter(subjects: set[tuple[str, str]]) -> Q:
 
 
 def reconcile(
-    namespace_id: int, subjects: set, wanted: dict, now: datetime, kinds: list | None = None
+    namespace_id: int,
+    subjects: set,
+    wanted: dict,
+    now: datetime,
+    kinds: list | None = None,
+    because=None,
 ) -> None:
     """Open what is wanted and not open, resolve what is open and not wanted, for these
-    subjects (and kinds): compare-and-swap writes through the do_* flag actions."""
+    subjects (and kinds): compare-and-swap writes through the do_* flag actions.
+    `because((subject type, subject id, kind))` says what resolved a flag."""
     flags = Flag.objects.filter(_subject_filter(subjects), namespace_id=namespace_id)
     if kinds is not None:
         flags = flags.filter(kind__in=kinds)
@@ -157,7 +171,7 @@ def reconcile(
     suppressed = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(suppressed=True)}
     for key, flag in open_flags.items():
         if key not in wanted:
-            do_resolve_flag(flag, now)
+            do_resolve_flag(flag, now, reason=because(key) if because else None)
         elif flag.evidence != wanted[key].evidence:
             do_update_evidence(flag, wanted[key].evidence)
     for key, finding in wanted.items():

@@ -56,16 +56,19 @@ def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | N
     return flag
 
 
-def do_resolve_flag(flag: Flag, now: datetime) -> bool:
-    """Resolve an open flag whose condition stopped holding (compare-and-swap on its
-    state); False if it was not open."""
+def do_resolve_flag(
+    flag: Flag, now: datetime, *, reason: str | None = None, suppress: bool = False
+) -> bool:
+    """Resolve an open flag (compare-and-swap on its state); False if it was not open.
+    `reason` says what resolved it, in an operator's words; `suppress` keeps the rules
+    from opening it again while its condition still holds (an action answered it)."""
     with transaction.atomic():
         updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
-            state=Flag.RESOLVED, resolved_at=now
+            state=Flag.RESOLVED, resolved_at=now, resolve_reason=reason, suppressed=suppress
         )
         if updated:
             flag.refresh_from_db()
-            _change(flag, "flag.resolved")
+            _change(flag, "flag.resolved", **({"reason": reason} if reason else {}))
     return bool(updated)
 
 

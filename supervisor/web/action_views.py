@@ -30,12 +30,6 @@ from supervisor.core.models import Task
 from .page_data import ACTION_LABELS
 from .views import can_act
 
-QUEUED_WORDS = {
-    "deliver": "Delivery queued",
-    "continue": "Continue queued",
-    "cancel": "Cancel queued",
-}
-
 
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -100,8 +94,8 @@ def _confirm(request, task: Task, kind: str):
     except ActionRefused as exc:
         messages.error(request, f"Could not {kind}: {exc}.")
     else:
-        if created:
-            messages.success(request, f"{QUEUED_WORDS[kind]} (action {action.pk}).")
-        else:
+        # A new action's state shows in the task page's banner, which follows it live;
+        # a message here would keep saying "queued" after it was sent.
+        if not created:
             messages.info(request, f"Already asked (action {action.pk}, {action.state}).")
     return redirect(reverse("web:task-detail", args=[task.pk]) + "#actions")

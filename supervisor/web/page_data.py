@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
@@ -33,11 +33,13 @@ from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
 from supervisor.api.tasks import PAGE_SIZE, task_queryset
-from supervisor.core import clock, ownership
+from supervisor.core import action_outcomes, clock, ownership
+from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_subjects, load_for_task
 from supervisor.core.models import (
+    Action,
     BackgroundItem,
     Change,
     Environment,
@@ -112,7 +114,16 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
         "events": [e for e in evidence.get("events") or [] if e],
         "url": url,
         "subject": subject or flag.subject_id,
+        "resolved_words": resolved_words(flag) if flag.state == Flag.RESOLVED else "",
     }
+
+
+def resolved_words(flag: Flag) -> str:
+    """What resolved a flag: an operator by hand (who, and the reason), an action that
+    answered it, or the orchestrator's later events (the rules' words, when recorded)."""
+    if flag.resolved_by_id is not None:
+        return f"resolved by hand by {flag.resolved_by.get_username()}: {flag.resolve_reason}"
+    return flag.resolve_reason or LATER_EVENTS
 
 
 def task_rows(tasks: list[Task]) -> list[dict]:
@@ -539,11 +550,122 @@ def _unfit_actions(task: Task, snap, view, open_flags: list[Flag]) -> dict[str, 
     return unfit
 
 
+def _fit_to_state(
+    suggested: list[dict], snap, view, open_flags: list[Flag], actions: list
+) -> list[dict]:
+    """The suggestions as the task's state and its actions leave them (issue 19):
+
+    - the child finished a later run after a failed report, and the parent does not
+      hold it: delivering that result comes first, and Continue is not offered;
+    - an action of the kind queued or sending: "under way", no button;
+    - an action of the kind that succeeded after its flags opened, while they are still
+      open: "sent", what the page waits for, and which flags stay open and why."""
+    by_kind = {s["kind"]: s for s in suggested}
+    open_kinds = {f.kind for f in open_flags}
+    failure = sorted(open_kinds & action_outcomes.FAILURE_KINDS)
+    finished_later = action_outcomes.later_results(snap, view)
+    later = [r for r in finished_later if not ownership.has_reached_parent(snap, view, r.summary)]
+    if failure and finished_later and not later:
+        if CONTINUE in by_kind and not by_kind[CONTINUE]["unfit"]:
+            by_kind[CONTINUE]["unfit"] = (
+                f"the child already finished run {finished_later[0].ordinal} after the failure "
+                "and its result has reached the parent: resolve the flags with a reason"
+            )
+    elif failure and later:
+        run = later[0]
+        flags = sorted(set(failure) | set(by_kind.get(DELIVER, {}).get("flags", [])))
+        by_kind[DELIVER] = {
+            "kind": DELIVER,
+            "label": f"Deliver the child’s later result (run {run.ordinal})",
+            "flags": flags,
+            "unfit": (by_kind.get(DELIVER) or {}).get("unfit"),
+            "query": urlencode({"run": run.id}),
+        }
+        if CONTINUE in by_kind and not by_kind[CONTINUE]["unfit"]:
+            by_kind[CONTINUE]["unfit"] = (
+                f"the child already finished run {run.ordinal} after the failure: deliver "
+                "its result instead"
+            )
+    elif (
+        failure
+        and CONTINUE in by_kind
+        and not by_kind[CONTINUE]["unfit"]
+        and (going := action_outcomes.runs_under_way(snap, view))
+    ):
+        by_kind[CONTINUE]["unfit"] = (
+            f"the child’s run {going[-1].id} is under way: wait for it to finish"
+        )
+    latest = {}
+    for action in actions:  # oldest first: the newest of each kind wins
+        latest[action.kind] = action
+    for kind, s in by_kind.items():
+        action = latest.get(kind)
+        if action is None or s["unfit"]:
+            continue
+        opened = max((f.opened_at for f in open_flags if f.kind in s["flags"]), default=None)
+        if action.state in (Action.QUEUED, Action.SENDING):
+            s["status"] = "under way"
+            s["note"] = f"action {action.pk}, {action.state}: its outcome shows here"
+        elif action.state == Action.SUCCEEDED and (
+            opened is None or action.finished_at is None or action.finished_at >= opened
+        ):
+            s["status"] = "sent"
+            s["note"] = f"action {action.pk} succeeded; " + _waiting_for(
+                snap, view, action, open_kinds
+            )
+    order = (DELIVER, CONTINUE, CANCEL)
+    return sorted(by_kind.values(), key=lambda s: (bool(s["unfit"]), order.index(s["kind"])))
+
+
+def _waiting_for(snap, view, action, open_kinds: set[str]) -> str:
+    """After a succeeded action whose flags are still open: what the page waits for, and
+    why each of them stays open."""
+    if action.kind == CONTINUE:
+        started = [
+            r
+            for r in action_outcomes.runs_under_way(snap, view)
+            if r.requested_at is None or r.requested_at >= action.created_at
+        ]
+        waiting = (
+            f"the child’s run {started[-1].id} is under way: waiting for it to finish"
+            if started
+            else "waiting for the child’s run to be reported"
+        )
+    elif action.kind == DELIVER:
+        waiting = "waiting for the recorded delivery to be judged"
+    else:
+        waiting = "waiting for the orchestrator to report the task cancelled"
+    _, stays = action_outcomes.outcomes(snap, view, action.kind, open_kinds, run=action.run_id)
+    return waiting + "".join(f"; {kind} stays open: {why}" for kind, why in stays)
+
+
+BANNER_WORDS = {DELIVER: "Delivery", CONTINUE: "Continue", CANCEL: "Cancel"}
+BANNER_KEPT = timedelta(minutes=15)  # how long a finished action's banner stays
+
+
+def action_banner(actions: list, now: datetime) -> dict | None:
+    """The newest action's state, in words, while it is under way and for a while after
+    it finished: it follows the action (live), so "queued" goes once it is sent."""
+    if not actions:
+        return None
+    action = actions[-1]
+    if action.finished_at is not None and action.finished_at < now - BANNER_KEPT:
+        return None
+    what = f"{BANNER_WORDS.get(action.kind, action.kind)} {action.state} (action {action.pk})"
+    text = {
+        Action.QUEUED: f"{what}: waiting to be sent.",
+        Action.SENDING: f"{what}: attempt {action.attempts} is being sent.",
+        Action.SUCCEEDED: f"{what}: taken by the orchestrator.",
+        Action.FAILED: f"{what}: {action.last_error or 'not sent'}.",
+    }.get(action.state, f"{what}.")
+    return {"state": action.state, "text": text}
+
+
 def task_detail_context(task: Task, can_act: bool) -> dict:
     snap = load_for_task(task)
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
-    flags = list(task.flags.order_by("state", "-opened_at", "-pk"))
+    flags = list(task.flags.select_related("resolved_by").order_by("state", "-opened_at", "-pk"))
     open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
     problem = problem_of(
@@ -564,7 +686,14 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
         "actions": actions[::-1],
-        "suggested": suggested_actions(open_flags, _unfit_actions(task, snap, view, open_flags)),
+        "banner": action_banner(actions, clock.now()),
+        "suggested": _fit_to_state(
+            suggested_actions(open_flags, _unfit_actions(task, snap, view, open_flags)),
+            snap,
+            view,
+            open_flags,
+            actions,
+        ),
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,

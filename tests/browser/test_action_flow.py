@@ -45,11 +45,14 @@ def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
         preview.get_by_label("Reason (for the audit trail)").fill("stale result handed on")
         preview.get_by_role("button", name=re.compile("Confirm")).click()
 
-        expect(page.locator("#messages")).to_contain_text("Delivery queued")
+        # The banner follows the action: queued, sending, then succeeded (live).
+        expect(page.locator("#action-banner")).to_contain_text("Delivery")
         action = Action.objects.get()
         row = page.locator(f"#action-{action.pk}")
         # The worker sends it; the row turns succeeded over the socket, without a reload.
         expect(row.locator(".action-state")).to_have_text("succeeded", timeout=30_000)
+        expect(page.locator("#action-banner")).to_contain_text("Delivery succeeded")
+        expect(page.locator("#action-banner")).not_to_contain_text("queued")
         expect(row).to_contain_text("recorded as a manual wake")
         assert page.evaluate("window.__notReloaded") == "the task page"
         expect(page.locator("#results .card.latest")).to_contain_text("it has reached the parent")

@@ -87,7 +87,8 @@ def test_a_newcomer_delivers_the_demos_stale_result_and_sees_the_flags_resolve(d
     preview.get_by_label("Reason (for the audit trail)").fill("the parent got the interim text")
     preview.get_by_role("button", name=re.compile("Confirm")).click()
 
-    expect(page.locator("#messages")).to_contain_text("Delivery queued")
+    # The banner follows the action: queued, sending, then succeeded (live).
+    expect(page.locator("#action-banner")).to_contain_text("Delivery")
     action = page.locator("#actions tr[id^='action-']").first
     # The worker sends it to the simulated orchestrator over the webhook; the outcome,
     # the resolved flags and the delivery arrive over the socket.

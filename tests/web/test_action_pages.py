@@ -60,7 +60,6 @@ def action_url(task, kind):
     ("task_id", "kind", "label"),
     [
         (STALE, "deliver", "Deliver the latest result"),
-        (TRANSIENT, "continue", "Continue the child"),
     ],
 )
 def test_the_task_page_suggests_the_action_its_flags_call_for(

@@ -1,7 +1,8 @@
 """How the simulated orchestrator answers an action: the contract events it emits.
 
 - deliver: a `manual` wake to the parent thread carrying the text, delivered into a new
-  parent run that it starts (and that soon ends);
+  parent run that it starts (and that soon ends); the wake is the one Supervisor records
+  the delivery as (`Outgoing.delivery_wake`), so one delivery is one wake;
 - continue: a new run of the child thread started by the message, which ends completed;
 - cancel: the child's active run ends `cancelled`, and the task is reported cancelled.
 
@@ -91,7 +92,8 @@ class _Answer:
 
     def deliver(self) -> list[dict[str, Any]]:
         out, thread = self.outgoing, self.view.thread
-        wake = f"{thread}:wake:answer-{self.digest}"
+        # The wake Supervisor records the delivery as: one delivery is one wake.
+        wake = out.delivery_wake
         run, ordinal = self.new_run()
         self.emit(
             "wake",

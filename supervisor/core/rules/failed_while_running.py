@@ -21,14 +21,14 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
     report = task.current_report
     if report is None or report.status not in GAVE_UP:
         return None
-    baseline = _baseline(snap, task)
-    if baseline is None:
+    base = baseline(snap, task)
+    if base is None:
         return None
     going_on = [
         run
         for run in snap.runs_by_thread.get(child_thread(snap, task) or "", [])
         if run.ordinal is not None
-        and run.ordinal > baseline.ordinal
+        and run.ordinal > base.ordinal
         and (not run.finished or run.status == "completed")
     ]
     if not going_on:
@@ -42,16 +42,16 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
         {
             "events": [e for e in events if e is not None],
             "text": (
-                f"The task was reported {report.status} after run {baseline.id}, but its child "
+                f"The task was reported {report.status} after run {base.id}, but its child "
                 f"went on: {described}."
             ),
-            "baseline_run": baseline.id,
+            "baseline_run": base.id,
             "runs": [run.id for run in going_on],
         },
     )
 
 
-def _baseline(snap: Snapshot, task: TaskView) -> RunView | None:
+def baseline(snap: Snapshot, task: TaskView) -> RunView | None:
     """The result run when its ordinal is known, else T's highest owned run."""
     rr = result_run(snap, task)
     if rr is not None and rr.ordinal is not None:
