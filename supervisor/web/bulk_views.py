@@ -34,6 +34,7 @@ from supervisor.core.bulk_flags import (
 from supervisor.core.flags import FlagActionError
 
 from . import page_data
+from .flag_words import titles
 from .page_data import SNOOZE_CHOICES
 from .views import can_act
 
@@ -259,11 +260,11 @@ def _report_flags(request, verb: str, outcomes: list) -> None:
     for outcome in outcomes[:REPORTED_TASKS]:
         parts = []
         if outcome.done:
-            parts.append(f"{word} {', '.join(outcome.done)}")
+            parts.append(f"{word} {titles(outcome.done)}")
         if outcome.already:
-            parts.append(f"already {word}: {', '.join(outcome.already)}")
+            parts.append(f"already {word}: {titles(outcome.already)}")
         for kind, why in outcome.refused:
-            parts.append(f"{kind} not {word}: {why}")
+            parts.append(f"{titles([kind])} not {word}: {why}")
         level = messages.warning if outcome.refused else messages.info
         level(request, f"{outcome.task.title or outcome.task.task_id}: {'; '.join(parts)}.")
     if len(outcomes) > REPORTED_TASKS:

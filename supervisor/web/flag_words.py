@@ -116,3 +116,8 @@ def words_for(kind: str) -> FlagWords:
         kind,
         FlagWords(kind.replace("_", " ").capitalize(), "", "Explain, then resolve.", EXPLAIN),
     )
+
+
+def titles(kinds) -> str:
+    """Flag kinds as their titles, joined: "Stale result handed on, Completed too early"."""
+    return ", ".join(words_for(kind).title for kind in kinds)

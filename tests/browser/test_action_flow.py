@@ -34,7 +34,7 @@ def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
         page.evaluate("window.__notReloaded = 'the task page'")
         suggested = page.locator(".suggested-action")
         expect(suggested).to_have_count(1)
-        expect(suggested).to_contain_text("stale_result")
+        expect(suggested).to_contain_text("Stale result handed on")
         suggested.get_by_role("link", name=re.compile("Deliver the latest result")).click()
 
         preview = page.locator("#action-preview")

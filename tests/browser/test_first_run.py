@@ -79,7 +79,7 @@ def test_a_newcomer_delivers_the_demos_stale_result_and_sees_the_flags_resolve(d
     assert latest and latest != given
 
     suggested = page.locator(".suggested-action")
-    expect(suggested).to_contain_text("stale_result")
+    expect(suggested).to_contain_text("Stale result handed on")
     suggested.get_by_role("link", name=re.compile("Deliver the latest result")).click()
     preview = page.locator("#action-preview")
     expect(preview.locator(".sent-text")).to_contain_text(latest)

@@ -54,13 +54,17 @@ def test_bulk_acknowledge_previews_the_flags_then_acknowledges_each_once(client,
     html = page.content.decode()
     assert page.status_code == 200
     assert "3 open flags</strong> on <strong>2 tasks" in html
-    assert "2 × <code>stale_result</code>, 1 × <code>undelivered_result</code>" in html
+    stale = '<span class="flag" title="flag kind: stale_result">Stale result handed on</span>'
+    later = (
+        '<span class="flag" title="flag kind: undelivered_result">Later result not delivered</span>'
+    )
+    assert f"2 × {stale}, 1 × {later}" in html
     assert not Flag.objects.filter(acknowledged_at__isnull=False).exists()
 
     form = confirm_form(html)
     done = client.post(BULK, form, follow=True).content.decode()
     assert "Acknowledged 3 flags on 2 tasks." in done
-    assert "Task 0: acknowledged stale_result, undelivered_result." in done
+    assert "Task 0: acknowledged Stale result handed on, Later result not delivered." in done
     flags = Flag.objects.filter(state=Flag.OPEN)
     assert {f.acknowledged_by_id for f in flags} == {user.pk}
     assert changes("flag.acknowledged") == 3
@@ -82,14 +86,16 @@ def test_a_flag_resolved_meanwhile_is_reported_and_stops_nothing(client, flagged
 
     done = client.post(BULK, form, follow=True).content.decode()
     assert "Acknowledged 2 flags on 2 tasks; 1 left as they were." in done
-    assert "undelivered_result not acknowledged: the flag is resolved" in done
+    assert "Later result not delivered not acknowledged: the flag is resolved" in done
     assert Flag.objects.filter(state=Flag.OPEN, acknowledged_at__isnull=False).count() == 2
 
 
 def test_the_flag_filter_narrows_the_bulk_action_to_its_kind(client, flagged):
     login_as(client, OPERATOR)
     html = client.get(BULK, matching("acknowledge", flag="stale_result")).content.decode()
-    assert "2 open flags</strong> of kind <code>stale_result</code>" in html
+    assert (
+        '2 open flags</strong> of kind <span class="flag" title="flag kind: stale_result">' in html
+    )
     client.post(BULK, confirm_form(html))
     acknowledged = Flag.objects.filter(acknowledged_at__isnull=False)
     assert sorted(acknowledged.values_list("kind", flat=True)) == ["stale_result"] * 2

@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from supervisor.core import clock
-from supervisor.web.flag_words import words_for
+from supervisor.web.flag_words import titles, words_for
 
 register = template.Library()
 
@@ -103,6 +103,11 @@ def kind_chip(kind: str):
 @register.filter
 def kind_title(kind: str) -> str:
     return words_for(kind).title
+
+
+@register.filter
+def kind_titles(kinds) -> str:
+    return titles(kinds)
 
 
 @register.inclusion_tag("web/_problem_chip.html")
