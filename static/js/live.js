@@ -45,6 +45,21 @@
     if (count === null) return;
     document.title = count > 0 ? "(" + count + ") " + baseTitle : baseTitle;
     updateFavicon(count);
+    announceCount(count);
+  }
+
+  /* ---- the count, said to screen readers when it changes (not on load) ----------- */
+
+  var announcedCount = null;
+
+  function announceCount(count) {
+    var slot = $("#open-count-words");
+    if (!slot) return;
+    if (announcedCount !== null && announcedCount !== count) {
+      slot.textContent = count === 0 ? "No open problem awaits attention."
+        : count + " open flag" + (count === 1 ? "" : "s") + " await attention.";
+    }
+    announcedCount = count;
   }
 
   /* ---- the tab's icon: the same count, drawn by the server (/favicon.svg?n=N) ---- */

@@ -42,6 +42,8 @@ def test_acknowledging_every_open_problem_brings_the_title_and_icon_to_zero(
             "href", "/favicon.svg" + (f"?n={count}" if count else "")
         )
     expect(page).to_have_title(re.compile(r"^Port the retry loop · Supervisor$"))
+    # Said to screen readers too, from a live region that outlives the swaps.
+    expect(page.locator("#open-count-words")).to_have_text("No open problem awaits attention.")
     assert not Flag.objects.filter(state=Flag.OPEN, acknowledged_at__isnull=True).exists()
     expect(card).to_contain_text("Taken up")
     # The icon the tab now shows has no badge.
