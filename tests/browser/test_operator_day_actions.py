@@ -54,12 +54,12 @@ def test_the_parent_gets_the_childs_real_answer_in_two_clicks(
         wait_for_socket(page)
         page.evaluate("window.__notReloaded = 'the task page'")
         main = page.locator(".suggested-action").first
-        expect(main).to_contain_text("failed_while_running, transient_failure")
+        expect(main).to_contain_text("Reported failed, child went on, Failed on a passing fault")
         main.get_by_role("link", name=re.compile("Deliver the child’s later result")).click()
 
         preview = page.locator("#action-preview")
         expect(preview.locator(".sent-text")).to_contain_text(REAL_ANSWER)
-        expect(preview.locator("ul.answers")).to_contain_text("transient_failure")
+        expect(preview.locator("ul.answers")).to_contain_text("Failed on a passing fault")
         expect(preview.locator("ul.stays-open")).to_have_count(0)
         preview.get_by_role("button", name=re.compile("Confirm")).click()
 
