@@ -185,3 +185,11 @@ def problem_action(request, pk: int):
             words += f"; “{words_for(kind).title}” not: {why}"
         messages.success(request, words + ".")
     return redirect("web:task-detail", pk=task.pk)
+
+
+@login_required
+@require_safe
+def data_as_of(request):
+    """The "data as of" line alone: pages without a live socket (admin, audit) ask for it
+    every 30 s, so a source going quiet shows on them too."""
+    return render(request, "base.html#data_as_of")

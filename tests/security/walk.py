@@ -177,6 +177,8 @@ MATRIX = [
     # the audit: everyone logged in reads it
     Row("/audit/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/audit/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row("/data-as-of/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
+    Row("/data-as-of/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # Prometheus figures: a bearer token with the metrics scope only, never a session
     Row(
         "/metrics",

@@ -14,7 +14,8 @@ def test_every_page_says_when_its_sources_last_sent(client, operator, source, pa
     Source.objects.filter(pk=source.pk).update(last_event_at=datetime(2026, 12, 3, 7, tzinfo=UTC))
     client.force_login(operator)
     html = client.get(path).content.decode()
-    assert '<p id="data-as-of" class="data-as-of">Data as of <time' in html
+    line = html[html.index('<p id="data-as-of" class="data-as-of"') :]
+    assert line[: line.index("</p>")].split(">", 1)[1].startswith("Data as of <time")
     assert 'title="2026-12-03 07:00:00 UTC"' in html
 
 
@@ -37,3 +38,15 @@ def test_the_internal_source_and_its_environment_are_not_offered(client, operato
     assert f'<option value="{SUPERVISOR_ENV}"' not in html
     assert '<option value="laptop"' in html
     assert "supervisor@" not in html.split('id="data-as-of"')[1].split("</p>")[0]
+
+
+def test_pages_without_a_socket_ask_for_it_again_and_live_pages_do_not(
+    client, operator, silent_source
+):
+    client.force_login(operator)
+    audit = client.get("/audit/").content.decode()
+    assert 'hx-get="/data-as-of/" hx-trigger="every 30s"' in audit
+    assert 'hx-get="/data-as-of/"' not in client.get("/").content.decode()
+    line = client.get("/data-as-of/").content.decode().strip()
+    assert line.startswith('<p id="data-as-of" class="data-as-of is-quiet" hx-get="/data-as-of/"')
+    assert "orchestrator is quiet" in line and line.endswith("</p>")
