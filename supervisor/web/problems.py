@@ -3,8 +3,9 @@ kinds as facets.
 
 An operator triages tasks, not flags: a stale result usually comes with a premature
 completion, and showing them as two problems doubles the count and splits the advice.
-The headline is the most severe kind, and among equals the one whose suggested action
-settles the most (deliver before continue before cancel before a look).
+The headline is the most severe kind nobody has taken up (what needs looking at now, as
+"Tasks needing action" ranks it), and among equals the one whose suggested action settles
+the most (deliver before continue before cancel before a look).
 """
 
 from __future__ import annotations
@@ -46,18 +47,19 @@ class Problem:
 
     @property
     def severity(self) -> str:
+        """The headline's: the worst of what awaits attention, else of what was taken up."""
         return self.headline.severity
 
     @property
     def taken_up(self) -> bool:
-        """Everyone of its flags is taken up: nobody needs to look now."""
+        """Every one of its flags is taken up: nobody needs to look now."""
         return all(f.taken_up for f in self.facets)
 
 
 def _order(facet: Facet) -> tuple:
     return (
-        -RANK[facet.severity],
         facet.taken_up,
+        -RANK[facet.severity],
         ACTION_ORDER.get(facet.words.action, len(ACTION_ORDER)),
         TELLING.index(facet.kind) if facet.kind in TELLING else len(TELLING),
         facet.kind,

@@ -53,3 +53,9 @@ def test_problems_of_many_tasks_cost_one_query(three_levels, django_assert_num_q
         do_acknowledge_flag(flag, NOW, by=None, actor="user:op")
     (problem,) = problems_of(pks, NOW).values()
     assert problem.taken_up
+
+
+def test_what_nobody_has_taken_up_heads_the_problem_and_gives_its_severity():
+    problem = problem_of([("stale_result", NOW, None), ("stuck", None, None)], NOW)
+    assert problem.headline.kind == "stuck" and problem.severity == "warning"
+    assert [f.kind for f in problem.others] == ["stale_result"]
