@@ -679,11 +679,9 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "task": task,
         "detail": detail,
         "handed": _handed(snap, view, detail.latest_result),
-        "flags": [flag_entry(f) for f in flags],
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
-        "open_kinds": sorted({f.kind for f in flags if f.state == Flag.OPEN}),
         "timeline": _timeline(snap, view, detail, actions),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
@@ -765,7 +763,9 @@ def thread_context(thread: Thread) -> dict:
     thread_flags = list(
         Flag.objects.filter(
             namespace_id=thread.namespace_id, subject_type="thread", subject_id=thread.thread_id
-        ).order_by("state", "-opened_at", "-pk")
+        )
+        .select_related("resolved_by")  # a resolved card names who resolved it
+        .order_by("state", "-opened_at", "-pk")
     )
     return {
         "thread": thread,
