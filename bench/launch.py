@@ -87,7 +87,7 @@ class Services:
 
     def commands(self) -> dict[str, list[str]]:
         py = str(VENV_PY)
-        return {  # as supervisor/core/management/commands/up.py starts them
+        return {  # as supervisor/ops/processes.py starts them
             "web": [
                 py,
                 "-m",

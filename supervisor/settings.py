@@ -132,6 +132,8 @@ INSTALLED_APPS = [
     "supervisor.web",
     "supervisor.notify",
     "supervisor.live",
+    "supervisor.ops",
+    "supervisor.demo",
 ]
 
 MIDDLEWARE = [

@@ -11,10 +11,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from supervisor.core.flags import do_open_flag
-from supervisor.core.management.commands import up
 from supervisor.core.models import Flag, Source, Task
 from supervisor.core.snapshot import Finding
 from supervisor.core.sources import do_create_source
+from supervisor.ops.management.commands import up
 from tests.factories import make_tasks
 from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for

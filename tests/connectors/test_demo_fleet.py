@@ -7,7 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from supervisor.connectors.simulator.fleet import (
+from supervisor.core.models import Flag
+from supervisor.core.rules import RULES
+from supervisor.core.scenario import Scenario, replay
+from supervisor.core.snapshot import DetectionSettings
+from supervisor.demo.fleet import (
     DEMO_DETECTION,
     DEMO_DURATIONS,
     DEMO_OPENING,
@@ -15,10 +19,6 @@ from supervisor.connectors.simulator.fleet import (
     FAILURES,
     Fleet,
 )
-from supervisor.core.models import Flag
-from supervisor.core.rules import RULES
-from supervisor.core.scenario import Scenario, replay
-from supervisor.core.snapshot import DetectionSettings
 
 # Every task and thread kind (tests/core/rules/test_registry.py pins the list);
 # source_silent comes from the runner withholding events.

@@ -5,8 +5,8 @@ out, in order, when it ends."""
 import pytest
 from django.core.management.base import CommandError
 
-from supervisor.connectors.simulator.fleet import Fleet
-from supervisor.core.management.commands.simulate import Command, Outages, Pacer, batches
+from supervisor.demo.fleet import Fleet
+from supervisor.demo.management.commands.simulate import Command, Outages, Pacer, batches
 
 SPEED = 20.0  # virtual seconds per real second: the window below lasts 1.5 s
 

@@ -18,22 +18,22 @@ from django.db import transaction
 from supervisor.connectors.base import Outgoing, SettingsError
 from supervisor.connectors.registry import connector_for
 from supervisor.connectors.simulator.connector import SimulatorConnector
-from supervisor.connectors.simulator.fleet import (
-    FAILURES,
-    REAL_FAILURES,
-    TRANSIENT_ERRORS,
-    Fleet,
-)
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core import clock
 from supervisor.core.contract import _timestamp, parse_event
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
-from supervisor.core.management.commands.simulate import ApiSink
 from supervisor.core.models import Flag, IngestedEvent, Run, Task, Wake
 from supervisor.core.rules.transient_failure import passing_fault
 from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
 from supervisor.core.sources import do_create_source
+from supervisor.demo.fleet import (
+    FAILURES,
+    REAL_FAILURES,
+    TRANSIENT_ERRORS,
+    Fleet,
+)
+from supervisor.demo.management.commands.simulate import ApiSink
 from tests import workers
 
 ROOT = Path(__file__).resolve().parents[2]

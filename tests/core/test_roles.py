@@ -5,9 +5,9 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
-from supervisor.core.management.commands.up import Command as Up
 from supervisor.core.models import Change
 from supervisor.core.roles import RoleError, do_create_user, do_set_role, role_of
+from supervisor.ops.management.commands.up import Command as Up
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 import pytest
 
 from supervisor.core.flags import do_open_flag
-from supervisor.core.management.commands.up import web_command
 from supervisor.core.snapshot import Finding
 from supervisor.notify.content import link_token
+from supervisor.ops.management.commands.up import web_command
 from tests import workers
 from tests.factories import make_tasks
 from tests.workers import ROOT, wait_for

@@ -16,10 +16,10 @@ from supervisor.core import clock
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Namespace, Run, Task
 from supervisor.core.tasks import evaluate_after_commit
+from supervisor.demo.answers import ThreadView, answer_events
 
 from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
 from . import settings as simulator_settings
-from .answers import ThreadView, answer_events
 
 
 class SimulatorConnector(Connector):

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from supervisor.connectors.simulator.fleet import DEMO_DETECTION
+from supervisor.demo.fleet import DEMO_DETECTION
 
 DEMO_SOURCE = "demo"
 # About 100 s in, the demo's follower stops sending for 75 s: `source_silent` (45 s in

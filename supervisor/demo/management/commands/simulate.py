@@ -1,9 +1,9 @@
 """`manage.py simulate`: run a simulated orchestrator fleet against Supervisor.
 
-The fleet's events (`connectors.simulator.fleet`) go out paced in real time by `--speed`,
+The fleet's events (`demo.fleet`) go out paced in real time by `--speed`,
 over the HTTP API (`--url`, `--token`) or in-process into a source (`--source`). With
 `--listen`, it also serves a webhook receiver that answers Supervisor's actions the way
-an orchestrator would (`connectors.simulator.answers`), posting the answer back as
+an orchestrator would (`demo.answers`), posting the answer back as
 events. Every post is retried until it is taken: event ids make a resend a duplicate,
 so nothing is lost or doubled.
 
@@ -37,8 +37,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections, transaction
 
 from supervisor.connectors.base import Outgoing
-from supervisor.connectors.simulator.answers import answer_events, view_from_fleet
-from supervisor.connectors.simulator.fleet import (
+from supervisor.connectors.webhook import signing
+from supervisor.core import clock
+from supervisor.core.snapshot import DetectionSettings
+from supervisor.demo.answers import answer_events, view_from_fleet
+from supervisor.demo.fleet import (
     DEMO_DETECTION,
     DEMO_DURATIONS,
     DEMO_OPENING,
@@ -46,9 +49,6 @@ from supervisor.connectors.simulator.fleet import (
     FAILURES,
     Fleet,
 )
-from supervisor.connectors.webhook import signing
-from supervisor.core import clock
-from supervisor.core.snapshot import DetectionSettings
 
 MAX_BATCH_EVENTS = 1000  # contract §1
 MAX_BATCH_BYTES = 900 * 1024  # under the 1 MiB limit, with room for the envelope

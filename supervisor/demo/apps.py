@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class DemoConfig(AppConfig):
+    name = "supervisor.demo"
+    label = "demo"
+    verbose_name = "Demo fleet"
