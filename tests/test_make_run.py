@@ -2,7 +2,6 @@
 starts (web, worker, beat and the simulated fleet), the demo feeding the dashboard, a
 second start on the same folder, and Ctrl-C leaving nothing behind."""
 
-import io
 import stat
 import sys
 from datetime import UTC, datetime
@@ -14,7 +13,7 @@ from supervisor.core.flags import do_open_flag
 from supervisor.core.models import Flag, Source, Task
 from supervisor.core.snapshot import Finding
 from supervisor.core.sources import do_create_source
-from supervisor.ops.management.commands import up
+from supervisor.ops import startup
 from tests.factories import make_tasks
 from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for
@@ -102,9 +101,7 @@ def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message
     tmp_path, settings
 ):
     settings.VAR_DIR = tmp_path
-    out = io.StringIO()
-    up.Command(stdout=out)._ensure_operator()
-    message = out.getvalue()
+    message = startup.ensure_first_login().notice()
     password = PASSWORD_LINE.search(message).group(1)
     path = tmp_path / "first-login-password"
     assert str(path) in message
@@ -112,9 +109,7 @@ def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert get_user_model().objects.get(username="operator").check_password(password)
     # Once only: a second start neither makes a login nor rewrites the file.
-    again = io.StringIO()
-    up.Command(stdout=again)._ensure_operator()
-    assert again.getvalue() == ""
+    assert startup.ensure_first_login() is None
     assert path.read_text().strip() == password
 
 
@@ -133,33 +128,28 @@ def test_switching_the_demo_off_resolves_its_open_flags_once_and_says_so(monkeyp
     monkeypatch.delenv("SUPERVISOR_DEMO", raising=False)
     demo = demo_with_open_flags(3)
     do_create_source("my-t3", "my-t3", "ingest,read")  # an orchestrator: the demo stays off
-    out = io.StringIO()
-    command = up.Command(stdout=out)
-    assert command._start_demo() is False
-    said = out.getvalue()
+    choice = startup.choose_demo()
+    assert choice.runs is False
+    said = choice.notice
     assert "The demo fleet is off" in said and "4 open flags" in said, said
     open_flags = Flag.objects.filter(namespace_id=demo.namespace_id, state=Flag.OPEN)
     assert not open_flags.exists()
     resolved = Flag.objects.filter(namespace_id=demo.namespace_id)
-    assert {flag.resolve_reason for flag in resolved} == {up.DEMO_OFF_REASON}
+    assert {flag.resolve_reason for flag in resolved} == {startup.DEMO_OFF_REASON}
     assert Task.objects.filter(namespace_id=demo.namespace_id).count() == 3  # history kept
     demo.refresh_from_db()
     assert demo.revoked_at is not None
     # The next start: nothing left to archive, and not a word about it.
-    again = io.StringIO()
-    assert up.Command(stdout=again)._start_demo() is False
-    assert "demo" not in again.getvalue()
+    assert startup.choose_demo() == startup.DemoChoice(False, None)
 
 
 @pytest.mark.django_db
 def test_an_archived_demo_switched_back_on_is_a_live_source_again(monkeypatch):
     demo = demo_with_open_flags(1)
     monkeypatch.setenv("SUPERVISOR_DEMO", "0")
-    assert up.Command(stdout=io.StringIO())._start_demo() is False
+    assert startup.choose_demo().runs is False
     monkeypatch.setenv("SUPERVISOR_DEMO", "1")
-    command = up.Command(stdout=io.StringIO())
-    assert command._start_demo() is True
-    command.child_env = {}
-    command._demo_command(sys.executable)
+    assert startup.choose_demo().runs is True
+    startup.bind_demo(sys.executable)
     demo.refresh_from_db()
     assert demo.revoked_at is None

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.contrib.auth.models import Permission
 
 from supervisor.core.models import Flag, Task, Thread
-from supervisor.ops.management.commands.up import web_command
+from supervisor.ops.processes import web_command
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import ROOT, celery_worker, purge_broker, test_database_env, wait_for
 

@@ -33,7 +33,7 @@ from supervisor.demo.fleet import (
     TRANSIENT_ERRORS,
     Fleet,
 )
-from supervisor.demo.management.commands.simulate import ApiSink
+from supervisor.demo.sending import ApiSink
 from tests import workers
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -319,7 +319,7 @@ def test_a_connection_test_nobody_answers_times_out():
 
 
 def test_the_demo_fleets_receiver_answers_the_probe():
-    from supervisor.demo.management.commands.simulate import Receiver as FleetReceiver
+    from supervisor.demo.receiver import Receiver as FleetReceiver
 
     server = FleetReceiver(("127.0.0.1", 0), SECRET, None, None, None, print)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}).start()

@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from supervisor.core.models import Change
 from supervisor.core.roles import RoleError, do_create_user, do_set_role, role_of
-from supervisor.ops.management.commands.up import Command as Up
+from supervisor.ops.startup import ensure_first_login
 
 pytestmark = pytest.mark.django_db
 
@@ -109,7 +109,7 @@ def test_create_user_refuses_an_unknown_role():
 
 
 def test_the_first_login_is_an_admin(django_user_model, capsys):
-    Up()._ensure_operator()
+    ensure_first_login()
     user = django_user_model.objects.get(username="operator")
     assert role_of(user) == "admin" and not user.is_superuser
     assert user.has_perm("core.act") and user.has_perm("core.administer")

@@ -24,7 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from bench.launch import free_port, group_pids  # the benchmarks start processes the same way
-from supervisor.ops.management.commands.up import web_command
+from supervisor.ops.processes import web_command
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -16,7 +16,7 @@ import pytest
 from supervisor.core.flags import do_open_flag
 from supervisor.core.snapshot import Finding
 from supervisor.notify.content import link_token
-from supervisor.ops.management.commands.up import web_command
+from supervisor.ops.processes import web_command
 from tests import workers
 from tests.factories import make_tasks
 from tests.workers import ROOT, wait_for
