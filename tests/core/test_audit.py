@@ -16,6 +16,7 @@ from supervisor.core.evaluate import evaluate_namespace
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
 from supervisor.core.sources import do_create_source
+from supervisor.ops import report as reporting
 from tests.factories import BASE, at, task_events
 
 pytestmark = pytest.mark.django_db
@@ -328,7 +329,7 @@ def test_the_command_refuses_an_unknown_namespace(audited):
 
 
 def test_the_table_says_what_each_count_means(audited):
-    text = report()
+    text = reporting.table(reporting.audit_stored())
     table, _, legend = text.partition("\n\nWhat each count means:\n")
     assert legend, text
     for label in ("tasks seen", "finalized in the gap", "handed an earlier run's text",

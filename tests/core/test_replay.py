@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from supervisor.core.scenario import Scenario
+from supervisor.ops.replay import replay_all
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,9 +125,9 @@ def test_an_unreadable_scenario_is_a_clear_error(tmp_path):
     assert "cannot read the scenario" in result.stderr
 
 
-def test_replay_leaves_the_configured_database_untouched(capsys):
+def test_replay_leaves_the_configured_database_untouched():
     from supervisor.core.models import Source, Task
 
-    call_command("replay", str(CONTRACT_SCENARIOS[0]))
-    assert json.loads(capsys.readouterr().out)["tasks"]
+    [(_, result, _)] = replay_all([Scenario.load(CONTRACT_SCENARIOS[0])])
+    assert result["tasks"]
     assert not Task.objects.exists() and not Source.objects.exists()

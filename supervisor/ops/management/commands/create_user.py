@@ -3,11 +3,10 @@ role; without a password file, a generated password is printed this once."""
 
 from pathlib import Path
 
-from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from supervisor.core.roles import ROLES, RoleError, do_create_user
+from supervisor.ops.logins import PasswordFileError, password_from_file
 
 
 class Command(BaseCommand):
@@ -26,16 +25,9 @@ class Command(BaseCommand):
         password = None
         if password_file is not None:
             try:
-                lines = password_file.read_text().splitlines()
-            except OSError as exc:
-                raise CommandError(f"cannot read {password_file}: {exc}") from None
-            password = lines[0] if lines else ""
-            if not password:
-                raise CommandError(f"{password_file} holds no password on its first line")
-            try:
-                validate_password(password)
-            except ValidationError as exc:
-                raise CommandError(" ".join(exc.messages)) from None
+                password = password_from_file(password_file)
+            except PasswordFileError as exc:
+                raise CommandError(str(exc)) from None
         try:
             user, password_used = do_create_user(name, role, password)
         except RoleError as exc:

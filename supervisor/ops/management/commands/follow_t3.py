@@ -1,9 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.connectors.t3code.follower import Follower, Progress
-from supervisor.connectors.t3code.locate import state_database
+from supervisor.connectors.t3code.follower import Progress
 from supervisor.connectors.t3code.schema import StateDBError
-from supervisor.core.models import Source
+from supervisor.ops.follow import FollowError, follower_for
 
 
 class Command(BaseCommand):
@@ -32,20 +31,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, source, db, once, interval, env, batch, from_start, **options):
-        found = Source.objects.filter(name=source).first()
-        if found is None:
-            raise CommandError(f"there is no source {source!r}: create it first (create_source)")
-        settings = found.connector_settings or {}
-        path = db or settings.get("db_path")
-        if not path:
-            raise CommandError(f"give --db: source {source!r} has no db_path in its settings")
-        follower = Follower(
-            found,
-            state_database(path),
-            env=env or settings.get("env"),
-            batch_size=batch,
-            start="log" if from_start else "import",
-        )
+        try:
+            follower, path = follower_for(source, db, env, batch, from_start)
+        except FollowError as exc:
+            raise CommandError(str(exc)) from None
         try:
             if once:
                 self._print(follower.follow())

@@ -3,7 +3,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.core.scenario import Scenario, ScenarioError, ThrowAwayStore, differences, replay
+from supervisor.core.scenario import Scenario, ScenarioError
+from supervisor.ops.replay import replay_all
 
 
 class Command(BaseCommand):
@@ -22,14 +23,11 @@ class Command(BaseCommand):
         except ScenarioError as exc:
             raise CommandError(str(exc)) from None
         failed = False
-        with ThrowAwayStore() as store:
-            for scenario in scenarios:
-                store.reset()
-                result = replay(scenario)
-                self.stdout.write(json.dumps(result, ensure_ascii=False))
-                if check:
-                    for problem in differences(scenario, result):
-                        failed = True
-                        self.stderr.write(f"{scenario.name}: {problem}")
+        for scenario, result, problems in replay_all(scenarios):
+            self.stdout.write(json.dumps(result, ensure_ascii=False))
+            if check:
+                for problem in problems:
+                    failed = True
+                    self.stderr.write(f"{scenario.name}: {problem}")
         if failed:
             sys.exit(1)
