@@ -21,16 +21,15 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
-from supervisor.connectors.base import (
+from . import action_outcomes, clock, ownership
+from .connectors import (
     ConnectorError,
     Outgoing,
     Receipt,
     SettingsError,
+    connector_for,
     delivery_wake,
 )
-from supervisor.connectors.registry import connector_for
-
-from . import action_outcomes, clock, ownership
 from .flags import do_resolve_flag
 from .ingest import apply_events
 from .loader import load_for_task

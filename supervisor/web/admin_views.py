@@ -26,9 +26,9 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from ninja.errors import HttpError
 
 from supervisor.api.pagination import decode, encode
-from supervisor.connectors import registry
-from supervisor.connectors.base import ConnectorError, SettingsError
 from supervisor.core import clock
+from supervisor.core import connectors as registry
+from supervisor.core.connectors import ConnectorError, SettingsError
 from supervisor.core.contract import storable
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
 from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread

@@ -15,9 +15,6 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from supervisor.connectors.base import Outgoing, SettingsError
-from supervisor.connectors.registry import connector_for
-from supervisor.connectors.simulator.connector import SimulatorConnector
 from supervisor.connectors.simulator.fleet import (
     FAILURES,
     REAL_FAILURES,
@@ -26,6 +23,7 @@ from supervisor.connectors.simulator.fleet import (
 )
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core import clock
+from supervisor.core.connectors import Outgoing, SettingsError, connector_for
 from supervisor.core.contract import _timestamp, parse_event
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
@@ -35,6 +33,7 @@ from supervisor.core.rules.transient_failure import passing_fault
 from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
 from supervisor.core.sources import do_create_source
 from tests import workers
+from tests.simulator.connector import SimulatorConnector
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "0123456789abcdef-simulator"

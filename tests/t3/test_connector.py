@@ -7,13 +7,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from supervisor.connectors.base import ConnectorError, Outgoing, SettingsError
-from supervisor.connectors.registry import connector_class
 from supervisor.connectors.t3code import rpc
 from supervisor.connectors.t3code.connector import T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
 from supervisor.core import actions, clock
 from supervisor.core.actions import ActionRefused, do_request_action, preview_action
+from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError, connector_class
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task, Wake

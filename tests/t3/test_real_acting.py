@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.connectors.registry import connector_for
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.core import actions, clock
 from supervisor.core.actions import do_request_action, outgoing_for
+from supervisor.core.connectors import connector_for
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import Flag, Task
 from supervisor.core.sources import do_create_source

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..base import Outgoing
+from supervisor.core.connectors import Outgoing
+
 from .fleet import stamp
 
 # How long after the answer its runs end: they are short, and end "later" than they start.

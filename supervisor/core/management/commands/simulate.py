@@ -36,7 +36,6 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections, transaction
 
-from supervisor.connectors.base import Outgoing
 from supervisor.connectors.simulator.answers import answer_events, view_from_fleet
 from supervisor.connectors.simulator.fleet import (
     DEMO_DETECTION,
@@ -48,6 +47,7 @@ from supervisor.connectors.simulator.fleet import (
 )
 from supervisor.connectors.webhook import signing
 from supervisor.core import clock
+from supervisor.core.connectors import Outgoing
 from supervisor.core.snapshot import DetectionSettings
 
 MAX_BATCH_EVENTS = 1000  # contract §1

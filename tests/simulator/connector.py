@@ -1,4 +1,5 @@
-"""The simulator connector: actions answered in-process by a simulated orchestrator.
+"""The simulator connector, for tests: actions answered in-process by a simulated
+orchestrator. Admins are not offered it; tests/conftest.py registers it.
 
 The answer (`answers.py`) is made from what the mirror knows of the target thread and
 ingested as the source's own events, in one transaction with the evaluation of what
@@ -12,14 +13,14 @@ from typing import Any
 
 from django.db import transaction
 
+from supervisor.connectors.simulator.answers import ThreadView, answer_events
 from supervisor.core import clock
+from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Namespace, Run, Task
 from supervisor.core.tasks import evaluate_after_commit
 
-from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
 from . import settings as simulator_settings
-from .answers import ThreadView, answer_events
 
 
 class SimulatorConnector(Connector):
