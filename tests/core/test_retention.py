@@ -29,7 +29,7 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.retention import prune
-from supervisor.core.tasks import prune_old_rows
+from supervisor.jobs.retention import prune_old_rows
 from supervisor.live.notes import latest_change_id, notes_after
 from supervisor.notify.models import Channel, FlagAlert, Notification, Route
 from supervisor.web.audit_views import audit_changes

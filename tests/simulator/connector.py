@@ -16,9 +16,8 @@ from django.db import transaction
 from supervisor.connectors.simulator.answers import ThreadView, answer_events
 from supervisor.core import clock
 from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest import do_ingest
 from supervisor.core.models import Namespace, Run, Task
-from supervisor.core.tasks import evaluate_after_commit
 
 from . import settings as simulator_settings
 
@@ -52,8 +51,7 @@ class SimulatorConnector(Connector):
             Namespace.objects.select_for_update().filter(pk=namespace_id).first()
             view = view_from_mirror(namespace_id, outgoing)
             events = answer_events(outgoing, view, clock.now())
-            result = apply_events(self.source, events)
-            evaluate_after_commit(namespace_id, result)
+            result = do_ingest(self.source, events)
         if result.rejected:
             # Our own events refused: a bug in the simulator, not something a retry fixes.
             raise ConnectorError(
