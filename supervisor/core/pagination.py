@@ -1,10 +1,13 @@
-"""Keyset cursors: opaque tokens holding the sort key of the last row of a page."""
+"""Keyset cursors: opaque tokens holding the sort key of the last row of a page (the
+API's and the pages')."""
 
 import base64
 import json
 from datetime import UTC, datetime
 
-from ninja.errors import HttpError
+
+class CursorError(ValueError):
+    """A cursor this server did not give out (the API answers 400, a page starts over)."""
 
 
 def encode(*values) -> str:
@@ -23,7 +26,7 @@ def decode(cursor: str, kinds: tuple) -> list:
             for v, kind in zip(values, kinds, strict=True)
         ]
     except (ValueError, TypeError, OverflowError):
-        raise HttpError(400, "the cursor is not one this API gave out") from None
+        raise CursorError("the cursor is not one this API gave out") from None
 
 
 def _moment(text: str) -> datetime:
