@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 def t3_sources_exist() -> bool:
     # Imported here: beat imports this module before Django is set up.
-    from supervisor.connectors.t3code.tasks import has_t3_sources
+    from supervisor.jobs.follow_t3 import has_t3_sources
 
     return has_t3_sources()
 

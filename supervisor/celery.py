@@ -7,7 +7,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
 
 app = Celery("supervisor")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["supervisor.core", "supervisor.connectors.t3code", "supervisor.notify"])
+# Every job lives in supervisor/jobs (importing the package imports each module).
+app.autodiscover_tasks(["supervisor"], related_name="jobs")
 
 # The filesystem broker needs its folders before the first message.
 for folder in (app.conf.broker_transport_options or {}).values():

@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "supervisor.web",
     "supervisor.notify",
     "supervisor.live",
+    "supervisor.connectors",
     "supervisor.ops",
     "supervisor.demo",
 ]

@@ -13,7 +13,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("favicon.svg", favicon, name="favicon"),
     path("favicon.ico", favicon_ico),
-    path("", include("supervisor.notify.urls")),
+    path("", include("supervisor.web.alert_urls")),
     path("", include("supervisor.web.urls")),
 ]
 

@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from supervisor.core.connectors import register
 from supervisor.core.sources import do_create_source
+from tests.simulator.connector import SimulatorConnector
+
+# The in-process simulator acts for the tests' sources; the product does not offer it.
+register(SimulatorConnector)
 
 ROOT = Path(__file__).resolve().parent.parent
 # The contract's scenarios, as the project keeps them (tests/test_contract_copies.py

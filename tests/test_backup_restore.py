@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from supervisor.core import actions, clock
+from supervisor.core import clock
 from supervisor.core.actions import do_request_action
 from supervisor.core.evaluate import evaluate
 from supervisor.core.flags import do_acknowledge_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, DeadLetter, Flag, Task
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from supervisor.notify.models import Channel, FlagAlert, Route
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
@@ -140,7 +141,7 @@ def fill(receiver: Receiver) -> tuple[str, Task]:
     task = Task.objects.get(task_id=TASK)
     with clock.virtual_clock(until + timedelta(minutes=1)):
         action, _ = do_request_action(task, "deliver", actor="user:op", reason="backup test")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     orphan = {
         "id": "orphan",
         "type": "wake.queued",

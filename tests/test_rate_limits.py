@@ -201,7 +201,7 @@ def test_an_unreachable_cache_does_not_refuse_anything(client, db, caplog):
 
 
 def test_a_bad_rate_or_cache_is_named_by_the_system_check():
-    from supervisor.core.checks import check_supervisor_settings
+    from supervisor.checks import check_supervisor_settings
 
     bad = {**LIMITS, "login": ("SUPERVISOR_LOGIN_RATE", "five")}
     with override_settings(SUPERVISOR_RATE_LIMITS=bad, CACHE_URL="memcached://h:11211"):
@@ -212,14 +212,14 @@ def test_a_bad_rate_or_cache_is_named_by_the_system_check():
 
 @pytest.mark.parametrize("value", ["", "0", "2", "127.0.0.1, ::1", "10.0.0.0/8"])
 def test_a_good_trusted_proxies_value_passes_the_system_check(value):
-    from supervisor.core.checks import check_supervisor_settings
+    from supervisor.checks import check_supervisor_settings
 
     with override_settings(SUPERVISOR_TRUSTED_PROXIES=value):
         assert "supervisor.E008" not in {p.id for p in check_supervisor_settings(None)}
 
 
 def test_a_bad_trusted_proxies_value_is_named_by_the_system_check():
-    from supervisor.core.checks import check_supervisor_settings
+    from supervisor.checks import check_supervisor_settings
 
     with override_settings(SUPERVISOR_TRUSTED_PROXIES="127.0.0.1, proxy.example.com"):
         problems = {p.id: p.msg for p in check_supervisor_settings(None)}

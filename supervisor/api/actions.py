@@ -25,12 +25,13 @@ from supervisor.core.actions import (
     selection_digest,
 )
 from supervisor.core.models import Flag
+from supervisor.core.task_query import task_queryset
 
 from .answers import errors
 from .auth import actor_of, actors, namespace_of
 from .inputs import STRICT, Id, Text
 from .serialize import action_json, preview_json
-from .tasks import find_task, task_queryset
+from .tasks import find_task
 
 router = Router(tags=["actions"], auth=actors())
 

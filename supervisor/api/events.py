@@ -7,8 +7,7 @@ from ninja import Router
 
 from supervisor import rate_limit
 from supervisor.core.contract import read_json
-from supervisor.core.ingest import UnreadableLine, apply_events
-from supervisor.core.tasks import evaluate_after_commit
+from supervisor.core.ingest import UnreadableLine, do_ingest
 
 from .answers import IngestAnswer, errors
 from .auth import TokenAuth
@@ -87,8 +86,7 @@ def post_events(request):
         return events
     if len(events) > settings.INGEST_MAX_EVENTS:
         return error(413, f"{len(events)} events; at most 1000 per request")
-    result = apply_events(request.source, events)
-    evaluate_after_commit(request.source.namespace_id, result)
+    result = do_ingest(request.source, events)
     return JsonResponse(result.as_response())
 
 

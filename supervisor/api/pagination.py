@@ -1,34 +1,15 @@
-"""Keyset cursors: opaque tokens holding the sort key of the last row of a page."""
-
-import base64
-import json
-from datetime import UTC, datetime
+"""Keyset cursors for the API (core/pagination.py): one it did not give out is a 400."""
 
 from ninja.errors import HttpError
 
+from supervisor.core import pagination
+from supervisor.core.pagination import encode
 
-def encode(*values) -> str:
-    raw = json.dumps([v.isoformat() if isinstance(v, datetime) else v for v in values])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+__all__ = ["decode", "encode"]
 
 
 def decode(cursor: str, kinds: tuple) -> list:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        values = json.loads(raw)
-        if not isinstance(values, list) or len(values) != len(kinds):
-            raise ValueError
-        return [
-            None if v is None else _moment(v) if kind is datetime else kind(v)
-            for v, kind in zip(values, kinds, strict=True)
-        ]
-    except (ValueError, TypeError, OverflowError):
-        raise HttpError(400, "the cursor is not one this API gave out") from None
-
-
-def _moment(text: str) -> datetime:
-    # Ours are in UTC; another offset (PostgreSQL takes up to 15:59) or none is not ours.
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError("no offset")
-    return moment.astimezone(UTC)
+        return pagination.decode(cursor, kinds)
+    except pagination.CursorError as exc:
+        raise HttpError(400, str(exc)) from None

@@ -3,7 +3,7 @@
 from collections import defaultdict
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.http import HttpRequest
 from ninja import Router
 from ninja.errors import HttpError
@@ -11,6 +11,7 @@ from ninja.errors import HttpError
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag, Task
 from supervisor.core.task_detail import describe_task
+from supervisor.core.task_query import PAGE_SIZE, task_queryset
 
 from . import pagination
 from .answers import errors
@@ -19,28 +20,6 @@ from .inputs import Text
 from .serialize import action_json, flag_json, task_summary_json
 
 router = Router(tags=["tasks"], auth=readers())
-
-PAGE_SIZE = 50
-
-
-def task_queryset(*, flag=None, state=None, status=None, q=None, namespace=None):
-    tasks = Task.objects.filter(known=True).select_related(
-        "namespace", "parent_thread", "child_thread"
-    )
-    if namespace:
-        tasks = tasks.filter(namespace__name=namespace)
-    if status:
-        tasks = tasks.filter(status=status)
-    if q:
-        tasks = tasks.filter(Q(title__icontains=q) | Q(task_id__icontains=q))
-    if flag or state:
-        flags = Flag.objects.filter(task=OuterRef("pk"))
-        if flag:
-            flags = flags.filter(kind=flag)
-        if state:
-            flags = flags.filter(state=state)
-        tasks = tasks.filter(Exists(flags))
-    return tasks
 
 
 def open_flag_kinds(tasks) -> dict[int, list[str]]:

@@ -21,18 +21,16 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
-from supervisor.connectors.base import (
-    ConnectorError,
+from . import action_outcomes, clock, dispatch, ownership
+from .connectors import (
     Outgoing,
     Receipt,
     SettingsError,
+    connector_for,
     delivery_wake,
 )
-from supervisor.connectors.registry import connector_for
-
-from . import action_outcomes, clock, ownership
 from .flags import do_resolve_flag
-from .ingest import apply_events
+from .ingest import do_ingest
 from .loader import load_for_task
 from .models import Action, Change, Flag, IngestedEvent, Run, Source, Task
 
@@ -546,12 +544,7 @@ def _same_request(existing: Action, task: Task, kind: str) -> Action:
 
 
 def _enqueue(action_id: int, countdown: float | None = None) -> None:
-    from .tasks import perform_action
-
-    if countdown:
-        perform_action.apply_async((action_id,), countdown=countdown)
-    else:
-        perform_action.delay(action_id)
+    dispatch.enqueue(dispatch.PERFORM_ACTION, action_id, countdown=countdown)
 
 
 # --- perform ------------------------------------------------------------------------
@@ -637,31 +630,6 @@ def queued_runs(action: Action) -> tuple[str, ...]:
         finished_event__isnull=True,
     )
     return tuple(found.order_by("ordinal", "run_id").values_list("run_id", flat=True))
-
-
-def perform(action_id: int) -> str:
-    """Claim the action, send it through its connector once, record what happened.
-    Returns the state it was left in (or "skipped" when it was not ours to send)."""
-    action = do_claim_action(action_id, clock.now())
-    if action is None:
-        return "skipped"
-    try:
-        if action.source is None:
-            raise SettingsError("the source that was to act for this task is gone")
-        connector = connector_for(action.source)
-        if connector is None:
-            raise SettingsError(f"source {action.source.name} no longer has a connector")
-        receipt = connector.perform(outgoing_for(action), timeout=config()["timeout"])
-    except SettingsError as exc:
-        return do_record_failure(action, str(exc), clock.now(), retryable=False)
-    except ConnectorError as exc:
-        return do_record_failure(
-            action, str(exc), clock.now(), retryable=exc.retryable, detail=exc.detail
-        )
-    except Exception as exc:  # a bug or an unexpected answer: keep the row honest
-        log.exception("action %s: connector failed", action_id)
-        return do_record_failure(action, f"unexpected error: {exc}", clock.now(), retryable=True)
-    return do_record_success(action, receipt, clock.now())
 
 
 def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
@@ -752,8 +720,6 @@ def internal_source(namespace) -> Source:
 def record_delivery(action: Action, now: datetime) -> None:
     """A confirmed delivery as a `manual` wake to the parent (contract §4): it is how
     the delivery flags learn that the result has reached the parent."""
-    from .tasks import evaluate_after_commit
-
     task = action.task
     event = {
         "id": key_id("delivery:", action.idempotency_key),
@@ -767,10 +733,9 @@ def record_delivery(action: Action, now: datetime) -> None:
             "summary": action.text,
         },
     }
-    result = apply_events(internal_source(task.namespace), [event])
+    result = do_ingest(internal_source(task.namespace), [event])
     if result.rejected:
         raise RuntimeError(f"recording delivery {action.pk} failed: {result.rejected}")
-    evaluate_after_commit(task.namespace_id, result)
 
 
 def actor_words(actor_name: str | None) -> str:

@@ -5,6 +5,3 @@ class CoreConfig(AppConfig):
     name = "supervisor.core"
     label = "core"
     verbose_name = "Supervisor"
-
-    def ready(self):
-        from . import checks  # noqa: F401  (registers the system checks)

@@ -10,10 +10,9 @@ from django.db import transaction
 
 from . import clock
 from .contract import EventError, event_id_of, parse_event, read_json, storable
-from .ingest import IngestResult, apply_events
+from .ingest import IngestResult, do_ingest
 from .models import Change, DeadLetter, Source
 from .roles import actor_name
-from .tasks import evaluate_after_commit
 
 
 class ReplayError(ValueError):
@@ -77,7 +76,7 @@ def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> I
             source = Source.objects.filter(pk=letter.source_id).first()
             if source is None:
                 raise ReplayError("its source no longer exists: there is no one to replay it as")
-            result = apply_events(source, events)
+            result = do_ingest(source, events)  # evaluated once the replay commits
             if result.rejected:
                 # Checked above, so this cannot happen; if it does, roll the new dead
                 # letters back rather than keep a second copy of this one.
@@ -93,7 +92,6 @@ def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> I
                 accepted=result.accepted,
                 duplicates=result.duplicates,
             )
-            evaluate_after_commit(source.namespace_id, result)
     except ReplayError as exc:
         _keep_error(dead_letter, storable(str(exc)), by)
         raise

@@ -3,6 +3,7 @@ function that also appends to the change log in the same transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -11,6 +12,15 @@ from django.db.models import Q
 from . import clock
 from .models import Change, Flag, Task
 from .snapshot import Finding
+
+# Called with each flag opened, inside the opening's transaction: notify registers its
+# alerts here (NotifyConfig.ready), so an opening is never without its alerts.
+_opened_hooks: list[Callable[[Flag, datetime], object]] = []
+
+
+def on_flag_opened(hook: Callable[[Flag, datetime], object]) -> None:
+    if hook not in _opened_hooks:
+        _opened_hooks.append(hook)
 
 
 def _change(flag: Flag, kind: str, **details) -> None:
@@ -48,9 +58,8 @@ def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | N
             )
             _change(flag, "flag.opened")
             # In the opening's own transaction: an opening is never without its alerts.
-            from supervisor.notify.grouping import flag_opened
-
-            flag_opened(flag, now)
+            for hook in _opened_hooks:
+                hook(flag, now)
     except IntegrityError:
         return None
     return flag

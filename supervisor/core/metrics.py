@@ -11,12 +11,11 @@ through `flag_state_kind`, unreplayed dead letters through the partial
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Count, Min
-
-from supervisor.notify.models import Notification
 
 from . import clock
 from .evaluate import OUT_OF_DATE
@@ -25,12 +24,6 @@ from .rules import RULES, source_silent
 
 # Every kind of flag the contract has; each shows in supervisor_flags_open, 0 when none.
 FLAG_KINDS = tuple(rule.KIND for rule in RULES) + (source_silent.KIND,)
-NOTIFICATION_STATES = (
-    Notification.PENDING,
-    Notification.SENDING,
-    Notification.SENT,
-    Notification.FAILING,
-)
 
 
 @dataclass
@@ -42,6 +35,16 @@ class Family:
     type: str
     help: str
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+
+
+# Families of the apps above core (notify's outbox), each read by a function that
+# registers itself from its app's ready(); shown after the actions.
+_registered: list[Callable[[], Family]] = []
+
+
+def register(family: Callable[[], Family]) -> None:
+    if family not in _registered:
+        _registered.append(family)
 
 
 def _seconds(now: datetime, then: datetime) -> float:
@@ -67,7 +70,7 @@ def collect(now: datetime | None = None) -> list[Family]:
         *_evaluation(now),
         _open_flags(),
         _actions(),
-        _notifications(),
+        *(family() for family in _registered),
         _source_ages(sources, now),
         _dead_letters(sources),
         _sweep_failures(),
@@ -138,17 +141,6 @@ def _actions() -> Family:
         "gauge",
         "Actions (cancel, continue, deliver), by kind and state.",
         [({"kind": kind, "state": state}, n) for (kind, state), n in counts.items()],
-    )
-
-
-def _notifications() -> Family:
-    counts = dict.fromkeys(NOTIFICATION_STATES, 0)
-    counts.update(dict(Notification.objects.order_by().values_list("state").annotate(n=Count("*"))))
-    return Family(
-        "supervisor_notifications",
-        "gauge",
-        "Alert messages in the outbox, by state (failing ones are retried, never dropped).",
-        [({"state": state}, n) for state, n in counts.items()],
     )
 
 

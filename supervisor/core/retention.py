@@ -25,8 +25,6 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from supervisor.notify.models import FlagAlert, Notification
-
 from .models import Action, Change, DeadLetter, Flag, IngestedEvent, TaskReport, ToolRejection
 
 log = logging.getLogger(__name__)
@@ -43,7 +41,16 @@ class Kind:
     keep: Q = Q()  # rows never pruned, whatever their age
 
 
-KINDS = (
+@dataclass(frozen=True)
+class Dependent:
+    """Rows deleted with the rows of a kind (by cascade), counted under their own name."""
+
+    name: str
+    model: type
+    link: str  # the foreign key to the kind's model
+
+
+KINDS = [
     Kind("events", "events", IngestedEvent, "received_at"),
     # Replayed: their events went through ingest, and the letter's job is done.
     Kind("dead_letters", "events", DeadLetter, "replayed_at"),
@@ -62,15 +69,19 @@ KINDS = (
         keep=~Q(state__in=(Action.SUCCEEDED, Action.FAILED))
         | Q(kind="deliver", state=Action.SUCCEEDED),
     ),
-    Kind(
-        "notifications",
-        "notifications",
-        Notification,
-        "sent_at",
-        keep=~Q(state=Notification.SENT),
-    ),
     Kind("changes", "changes", Change, "at"),
-)
+]
+# What the apps above core keep (notify's outbox and alerts), registered from their
+# ready() through register().
+DEPENDENTS: list[Dependent] = []
+
+
+def register(kind: Kind | None = None, *, before: str = "changes", dependent=None) -> None:
+    """Add an app's kind of rows (pruned before `before`), or rows deleted with a kind."""
+    if kind is not None and kind.name not in {k.name for k in KINDS}:
+        KINDS.insert([k.name for k in KINDS].index(before), kind)
+    if dependent is not None and dependent.name not in {d.name for d in DEPENDENTS}:
+        DEPENDENTS.append(dependent)
 
 
 def retention_days() -> dict[str, int]:
@@ -93,21 +104,25 @@ def prune(now: datetime, *, dry_run: bool = False, batch: int = BATCH) -> dict[s
     Safe to run twice at once: each batch locks the rows it takes and skips rows another
     run holds (PostgreSQL; SQLite has one writer anyway), so no row is counted twice and
     neither waits on the other."""
-    counts = {kind.name: 0 for kind in KINDS} | {"flag_alerts": 0}
+    counts = {kind.name: 0 for kind in KINDS} | {d.name: 0 for d in DEPENDENTS}
     for kind in KINDS:
         rows = prunable(kind, now)
         if rows is None:
             continue
         if dry_run:
             counts[kind.name] = rows.count()
-            if kind.model is Flag:
-                counts["flag_alerts"] = FlagAlert.objects.filter(flag__in=rows).count()
+            for dependent in DEPENDENTS:
+                if dependent.model._meta.get_field(dependent.link).related_model is kind.model:
+                    counts[dependent.name] = dependent.model.objects.filter(
+                        **{f"{dependent.link}__in": rows}
+                    ).count()
             continue
         listed = batch
         while listed == batch:  # a short batch was the last one
             listed, deleted = _delete_batch(rows, batch)
             counts[kind.name] += deleted.get(kind.model._meta.label, 0)
-            counts["flag_alerts"] += deleted.get(FlagAlert._meta.label, 0)
+            for dependent in DEPENDENTS:
+                counts[dependent.name] += deleted.get(dependent.model._meta.label, 0)
     if not dry_run:
         _record(counts, now)
     return counts

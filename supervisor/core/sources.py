@@ -5,10 +5,9 @@ import secrets
 
 from django.db import transaction
 
-from supervisor.connectors import registry
-from supervisor.connectors.base import SettingsError
-
 from . import clock
+from . import connectors as registry
+from .connectors import SettingsError
 from .models import Change, Namespace, Source
 from .roles import actor_name
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from supervisor.connectors.base import Outgoing
+from supervisor.core.connectors import Outgoing
 
 from .fleet import stamp
 

@@ -125,12 +125,10 @@ class SourceSink:
         return f"source {self.source.name} (in-process)"
 
     def send(self, events: list[dict]) -> None:
-        from supervisor.core.ingest import apply_events
-        from supervisor.core.tasks import evaluate_after_commit
+        from supervisor.core.ingest import do_ingest
 
         with transaction.atomic():
-            result = apply_events(self.source, events)
-            evaluate_after_commit(self.source.namespace_id, result)
+            result = do_ingest(self.source, events)
         with self.lock:
             self.totals["accepted"] += result.accepted
             self.totals["duplicates"] += result.duplicates

@@ -5,3 +5,27 @@ class NotifyConfig(AppConfig):
     name = "supervisor.notify"
     label = "notify"
     verbose_name = "Notifications"
+
+    def ready(self):
+        # Notify plugs into core, which imports nothing of it: alerts written inside each
+        # flag opening's transaction, its rows' retention, its figure on /metrics.
+        from django.db.models import Q
+
+        from supervisor.core import flags, metrics, retention
+
+        from .grouping import flag_opened
+        from .metrics import notifications_family
+        from .models import FlagAlert, Notification
+
+        flags.on_flag_opened(flag_opened)
+        retention.register(
+            retention.Kind(
+                "notifications",
+                "notifications",
+                Notification,
+                "sent_at",
+                keep=~Q(state=Notification.SENT),
+            ),
+            dependent=retention.Dependent("flag_alerts", FlagAlert, "flag"),
+        )
+        metrics.register(notifications_family)

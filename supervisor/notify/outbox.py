@@ -12,12 +12,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
-from supervisor.core import clock
+from supervisor.core import dispatch
 from supervisor.core.models import Change
 
 from .content import Message
 from .models import Channel, Notification
-from .senders import SendError, send
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +66,7 @@ def do_enqueue_notification(
 
 
 def _enqueue(pk: int, countdown: float | None = None) -> None:
-    from .tasks import send_notification
-
-    if countdown:
-        send_notification.apply_async((pk,), countdown=countdown)
-    else:
-        send_notification.delay(pk)
+    dispatch.enqueue(dispatch.SEND_NOTIFICATION, pk, countdown=countdown)
 
 
 def do_claim_notification(pk: int, now: datetime) -> Notification | None:
@@ -96,21 +90,6 @@ def do_claim_notification(pk: int, now: datetime) -> Notification | None:
         if not claimed:
             return None
         return Notification.objects.select_related("channel").get(pk=pk)
-
-
-def perform(pk: int) -> str:
-    """Claim, send once, record; the state it was left in ("skipped": not ours)."""
-    note = do_claim_notification(pk, clock.now())
-    if note is None:
-        return "skipped"
-    try:
-        send(note.channel, note.key, note.subject, note.body, timeout=config()["timeout"])
-    except SendError as exc:
-        return do_record_failure(note, str(exc), clock.now(), retryable=exc.retryable)
-    except Exception as exc:  # a bug or an unexpected answer: keep the row honest
-        log.exception("notification %s: send failed", pk)
-        return do_record_failure(note, f"unexpected error: {exc}", clock.now(), retryable=True)
-    return do_record_sent(note, clock.now())
 
 
 def do_record_sent(note: Notification, now: datetime) -> str:

@@ -10,8 +10,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 
-from supervisor.connectors import registry
-from supervisor.connectors.base import SettingsError
+from supervisor.core import connectors as registry
+from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.roles import ROLE_WORDS, ROLES
 from supervisor.core.sources import check_connector

@@ -23,15 +23,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
-from ninja.errors import HttpError
 
-from supervisor.api.pagination import decode, encode
-from supervisor.connectors import registry
-from supervisor.connectors.base import ConnectorError, SettingsError
 from supervisor.core import clock
+from supervisor.core import connectors as registry
+from supervisor.core.connectors import ConnectorError, SettingsError
 from supervisor.core.contract import storable
 from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
 from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread
+from supervisor.core.pagination import CursorError, decode, encode
 from supervisor.core.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
 from supervisor.core.sources import (
     do_add_source,
@@ -306,7 +305,7 @@ def dead_letters(request):
     if cursor:
         try:
             at, pk = decode(cursor, (datetime, int))
-        except HttpError:
+        except CursorError:
             at = pk = None
         if pk is not None:
             letters = letters.filter(Q(received_at__lt=at) | Q(received_at=at, pk__lt=pk))

@@ -16,10 +16,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
-from ninja.errors import HttpError
 
-from supervisor.api.pagination import decode, encode
 from supervisor.core.models import Change, Task
+from supervisor.core.pagination import CursorError, decode, encode
 
 from .admin_views import ADMINISTER_PERMISSION
 
@@ -80,7 +79,7 @@ def audit_changes(category: str = "", actor: str = "", cursor: str | None = None
     if cursor:
         try:
             (last,) = decode(cursor, (int,))
-        except HttpError:
+        except CursorError:
             last = None
         if last is not None:
             changes = changes.filter(pk__lt=last)

@@ -29,10 +29,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 from django.urls import reverse
-from ninja.errors import HttpError
 
-from supervisor.api.pagination import decode, encode
-from supervisor.api.tasks import PAGE_SIZE, task_queryset
 from supervisor.core import action_outcomes, clock, ownership
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
@@ -51,10 +48,12 @@ from supervisor.core.models import (
     Thread,
     Wake,
 )
+from supervisor.core.pagination import CursorError, decode, encode
 from supervisor.core.roles import ADMIN
 from supervisor.core.rules import RULES
 from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
+from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
 from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
@@ -352,7 +351,7 @@ def task_list_context(params) -> dict:
     if cursor:
         try:
             at, pk = decode(cursor, (datetime, int))
-        except HttpError:
+        except CursorError:
             at = pk = None
         if pk is not None:
             tasks = tasks.filter(Q(delegated_at__lt=at) | Q(delegated_at=at, pk__lt=pk))

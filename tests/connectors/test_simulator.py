@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from supervisor.connectors.base import Outgoing, SettingsError
-from supervisor.connectors.registry import connector_for
-from supervisor.connectors.simulator.connector import SimulatorConnector
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core import clock
+from supervisor.core.connectors import Outgoing, SettingsError, connector_for
 from supervisor.core.contract import _timestamp, parse_event
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
@@ -35,6 +33,7 @@ from supervisor.demo.fleet import (
 )
 from supervisor.demo.sending import ApiSink
 from tests import workers
+from tests.simulator.connector import SimulatorConnector
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "0123456789abcdef-simulator"

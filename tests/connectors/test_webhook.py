@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from supervisor.connectors.base import ConnectorError, Outgoing, SettingsError
 from supervisor.connectors.webhook import signing
 from supervisor.connectors.webhook.connector import WebhookConnector
+from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError
 from tests.receiver import Receiver
 
 SECRET = "0123456789abcdef"

@@ -11,6 +11,7 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Change, Flag, Task, Wake
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
@@ -63,7 +64,7 @@ def test_deliver_sends_the_latest_result_once_and_resolves_the_delivery_flags(
 
         action, created = do_request_action(task, "deliver", actor="user:op", reason="seed 000")
         assert created and action.state == "queued" and action.text == preview.text
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
 
     action.refresh_from_db()
     assert (action.state, action.attempts, action.last_error) == ("succeeded", 1, None)
@@ -101,11 +102,11 @@ def test_a_passing_error_is_retried_with_backoff_then_succeeds(stale, receiver):
     receiver.fail_next(1, status=503)
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
-        assert actions.perform(action.pk) == "queued"
+        assert operator_actions.perform(action.pk) == "queued"
         action.refresh_from_db()
         assert action.attempts == 1 and "503" in action.last_error
         assert action.due_at > until
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
     assert action.attempts == 2 and action.state == "succeeded"
     assert len(receiver.deliveries) == 1 and receiver.attempts == 2
@@ -117,7 +118,7 @@ def test_a_refusal_fails_the_action_and_a_failed_delivery_may_be_asked_again(sta
     receiver.refuse(status=422, body="thread is archived")
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
-        assert actions.perform(action.pk) == "failed"
+        assert operator_actions.perform(action.pk) == "failed"
         action.refresh_from_db()
         assert "422" in action.last_error and "thread is archived" in action.last_error
         assert not Wake.objects.filter(source_kind="manual").exists()
@@ -131,9 +132,9 @@ def test_retries_stop_after_the_last_attempt(stale, receiver, settings):
     receiver.fail_next(5, status=503)
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
-        assert actions.perform(action.pk) == "queued"
-        assert actions.perform(action.pk) == "failed"
-        assert actions.perform(action.pk) == "skipped"
+        assert operator_actions.perform(action.pk) == "queued"
+        assert operator_actions.perform(action.pk) == "failed"
+        assert operator_actions.perform(action.pk) == "skipped"
     assert receiver.attempts == 2
 
 
@@ -142,14 +143,14 @@ def test_a_claimed_action_is_not_sent_twice_until_its_lease_runs_out(stale, rece
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
         assert actions.do_claim_action(action.pk, until) is not None
-        assert actions.perform(action.pk) == "skipped"  # another worker holds it
+        assert operator_actions.perform(action.pk) == "skipped"  # another worker holds it
         assert actions.requeue_due_actions(until) == 0
     lease_over = until + timedelta(seconds=actions.config()["lease"] + 1)
     with clock.virtual_clock(lease_over):
         assert actions.requeue_due_actions(lease_over) == 1
         assert Action.objects.get(pk=action.pk).state == "queued"
         assert actions.requeue_due_actions(lease_over) == 0  # pushed to later first
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     assert Action.objects.get(pk=action.pk).attempts == 2
     assert len(receiver.deliveries) == 1
 
@@ -219,7 +220,7 @@ def test_continue_and_cancel_target_the_child(stale, receiver):
         cancel = preview_action(task, "cancel")
         assert cancel.target_thread == child and cancel.text is None and cancel.run == run
         action, _ = do_request_action(task, "cancel", actor="source:t3", reason="duplicate")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     sent = receiver.deliveries[0]["action"]
     assert (sent["kind"], sent["thread_id"], sent["actor"]) == ("cancel", child, "source:t3")
     assert not Wake.objects.filter(source_kind="manual").exists()
@@ -238,7 +239,7 @@ def test_the_simulated_orchestrator_answers_each_action(stale):
     with clock.virtual_clock(until + timedelta(minutes=1)):
         for kind in ("deliver", "continue", "cancel"):
             action, _ = do_request_action(task, kind, actor="user:op")
-            assert actions.perform(action.pk) == "succeeded", kind
+            assert operator_actions.perform(action.pk) == "succeeded", kind
     # The simulator reports the wake Supervisor records: one delivery, one wake.
     [manual] = Wake.objects.filter(source_kind="manual", source_task=TASK)
     assert manual.thread.thread_id == "thread:parent-release"

@@ -19,6 +19,7 @@ from supervisor.core.actions import ActionRefused, do_request_action
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, IngestedEvent, Task, Wake
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
@@ -62,7 +63,7 @@ def drive(action: Action, start: datetime) -> str:
             actions.requeue_due_actions(now)
             # A worker that raises died there: its row says where it was.
             with contextlib.suppress(Exception, SystemExit):
-                actions.perform(action.pk)
+                operator_actions.perform(action.pk)
         now += timedelta(seconds=cfg["lease"] + cfg["queue_grace"] + 2 ** cfg["max_attempts"])
     return Action.objects.get(pk=action.pk).state
 

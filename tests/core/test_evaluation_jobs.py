@@ -10,7 +10,7 @@ from supervisor.core import clock
 from supervisor.core.evaluate import out_of_date
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag, Task, Thread
-from supervisor.core.tasks import evaluate_touched
+from supervisor.jobs.evaluation import evaluate_touched
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,8 @@ from django.db import transaction
 
 from supervisor.core import clock
 from supervisor.core.evaluate import out_of_date
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest import apply_events, evaluate_after_commit
 from supervisor.core.models import Task
-from supervisor.core.tasks import evaluate_after_commit
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)

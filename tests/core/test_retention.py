@@ -29,7 +29,7 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.retention import prune
-from supervisor.core.tasks import prune_old_rows
+from supervisor.jobs.retention import prune_old_rows
 from supervisor.live.notes import latest_change_id, notes_after
 from supervisor.notify.models import Channel, FlagAlert, Notification, Route
 from supervisor.web.audit_views import audit_changes
@@ -281,7 +281,7 @@ def test_the_beat_schedule_runs_the_prune_task_hourly_and_the_task_prunes(source
 
 
 def test_negative_days_are_a_configuration_error(settings):
-    from supervisor.core.checks import check_supervisor_settings
+    from supervisor.checks import check_supervisor_settings
 
     settings.SUPERVISOR_RETENTION = {**DAYS, "flags": -1}
     problems = check_supervisor_settings(None)

@@ -13,7 +13,7 @@ from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Change, Task
-from supervisor.core.tasks import evaluate_touched
+from supervisor.jobs.evaluation import evaluate_touched
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import celery_worker, purge_broker
 

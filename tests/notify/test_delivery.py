@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core.ingest import apply_events
+from supervisor.jobs import notifications
 from supervisor.notify import outbox
 from supervisor.notify.channels import do_send_test
 from supervisor.notify.grouping import close_windows
@@ -46,7 +47,7 @@ def receivers(db, settings):
 
 def send_all() -> None:
     for pk in Notification.objects.values_list("pk", flat=True):
-        assert outbox.perform(pk) == "sent", Notification.objects.get(pk=pk).last_error
+        assert notifications.perform(pk) == "sent", Notification.objects.get(pk=pk).last_error
 
 
 def planted_task(source) -> None:
@@ -90,11 +91,11 @@ def test_a_failed_send_is_kept_failing_then_retried_until_sent(source, receivers
     http.status = 503
     channel = Channel.objects.get(name="json")
     note = do_send_test(channel, T0)
-    assert outbox.perform(note.pk) == "failing"
+    assert notifications.perform(note.pk) == "failing"
     note.refresh_from_db()
     assert note.attempts == 1 and note.last_error and note.state == "failing"
     http.status = 200
-    assert outbox.perform(note.pk) == "sent"
+    assert notifications.perform(note.pk) == "sent"
     assert http.keys == [note.key]
 
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from supervisor.core.ingest import apply_events
-from supervisor.notify import outbox
+from supervisor.jobs import notifications
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Channel, Notification, Route
 from tests.factories import task_events
@@ -49,7 +49,7 @@ def deliver(source, target: str) -> None:
     open_flag(source, 0, T0)
     close_windows(T0 + timedelta(seconds=31))
     (note,) = Notification.objects.all()
-    assert outbox.perform(note.pk) == "sent", Notification.objects.get(pk=note.pk).last_error
+    assert notifications.perform(note.pk) == "sent", Notification.objects.get(pk=note.pk).last_error
 
 
 class ServiceEdge:
@@ -200,7 +200,7 @@ def test_the_email_channel_sends_plain_text_only(alert, smtp, settings):
     open_flag(alert, 0, T0)
     close_windows(T0 + timedelta(seconds=31))
     (note,) = Notification.objects.all()
-    assert outbox.perform(note.pk) == "sent"
+    assert notifications.perform(note.pk) == "sent"
     (raw,) = smtp.messages
     message = message_from_bytes(raw)
     assert not message.is_multipart() and message.get_content_type() == "text/plain"

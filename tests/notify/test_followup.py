@@ -5,8 +5,8 @@ from datetime import timedelta
 import time_machine
 
 from supervisor.core.flags import do_acknowledge_flag, do_snooze_flag
+from supervisor.jobs.notifications import sweep
 from supervisor.notify.models import Channel, Notification, Route
-from supervisor.notify.tasks import sweep
 from tests.notify.conftest import T0, open_flag
 
 

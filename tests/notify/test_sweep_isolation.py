@@ -4,8 +4,8 @@ against its channel's window and waits out a backoff; the other channels' go out
 from datetime import timedelta
 
 from supervisor.core.models import SweepFailure
+from supervisor.jobs import notifications as notify_tasks
 from supervisor.notify import content
-from supervisor.notify import tasks as notify_tasks
 from supervisor.notify.models import FlagAlert, Notification
 from tests.factories import make_tasks
 

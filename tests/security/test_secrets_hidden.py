@@ -14,9 +14,9 @@ from django.conf import settings
 from django.test import Client
 
 from supervisor.core.models import Action, Change, Source, Task
-from supervisor.core.tasks import perform_action
+from supervisor.jobs.notifications import send_notification
+from supervisor.jobs.operator_actions import perform_action
 from supervisor.notify.models import Channel, Notification
-from supervisor.notify.tasks import send_notification
 from tests.factories import make_tasks
 from tests.web.cast import ADMIN, login_as
 

@@ -7,17 +7,17 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from supervisor.connectors.base import ConnectorError, Outgoing, SettingsError
-from supervisor.connectors.registry import connector_class
 from supervisor.connectors.t3code import rpc
 from supervisor.connectors.t3code.connector import T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
-from supervisor.core import actions, clock
+from supervisor.core import clock
 from supervisor.core.actions import ActionRefused, do_request_action, preview_action
+from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError, connector_class
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task, Wake
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.t3.fake_server import DISPATCH, DISPATCH_ERROR, Call, FakeT3
 from tests.web.cast import ADMIN, login_as
@@ -576,7 +576,7 @@ def test_deliver_through_the_worker_dispatches_the_delivery_text_to_the_parent(s
     task, until = stale
     with clock.virtual_clock(until + timedelta(minutes=1)):
         action, _ = do_request_action(task, "deliver", actor="user:op", reason="seed 000")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
 
     action.refresh_from_db()
     assert (action.state, action.attempts, action.last_error) == ("succeeded", 1, None)
@@ -600,7 +600,7 @@ def test_a_refusal_through_the_worker_fails_the_action_with_t3s_message(stale, f
     fake.refuse("Thread thread:parent-release is archived.")
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
-        assert actions.perform(action.pk) == "failed"
+        assert operator_actions.perform(action.pk) == "failed"
 
     action.refresh_from_db()
     assert action.attempts == 1
@@ -612,7 +612,7 @@ def test_continue_through_the_worker_dispatches_the_message_to_the_child(stale, 
     task, until = stale
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "continue", actor="user:op", message="go on")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
 
     [call] = fake.calls
     assert call.payload["type"] == "message.dispatch"
@@ -645,7 +645,7 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
     [run] = child_runs(task, started=(5,))
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
 
     assert fake.calls == [
         Call(
@@ -675,7 +675,7 @@ def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queue
             f"{queued}."
         )
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
 
     assert [(c["type"], c["runId"]) for c in fake.commands.values()] == [
         ("queued-run.cancel", queued),
@@ -710,8 +710,8 @@ def test_a_passing_failure_through_the_worker_is_retried(stale, fake):
     fake.drop_next()
     with clock.virtual_clock(until):
         action, _ = do_request_action(task, "deliver", actor="user:op")
-        assert actions.perform(action.pk) == "queued"
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "queued"
+        assert operator_actions.perform(action.pk) == "succeeded"
     assert Action.objects.get(pk=action.pk).attempts == 2
     assert [c["type"] for c in fake.commands.values()] == [
         "message.dispatch",

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from supervisor.connectors.t3code import tasks as t3_tasks
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.mapping import Mapper, event_id
 from supervisor.connectors.t3code.schema import Busy, StateDB, StateDBError
@@ -25,6 +24,7 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Source, Task
 from supervisor.core.scenario import Scenario, _result, differences
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import follow_t3 as t3_tasks
 
 from .statedb import FakeT3
 from .timelines import TIMELINES, renamed

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.connectors.registry import connector_for
 from supervisor.connectors.t3code.follower import Follower
-from supervisor.core import actions, clock
+from supervisor.core import clock
 from supervisor.core.actions import do_request_action, outgoing_for
+from supervisor.core.connectors import connector_for
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import Flag, Task
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DELIVERY_FLAGS = {"premature_completion", "stale_result", "undelivered_result"}
@@ -115,7 +116,7 @@ def test_deliver_on_a_real_stale_task_reaches_the_parent_once_and_resolves_its_f
     with clock.virtual_clock(at):
         action, created = do_request_action(task, "deliver", actor="user:op")
         assert created
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
     # This build (T3 0.0.30) has no completion-delivery records to dispose of.
     assert action.response["notes"] == [
@@ -152,7 +153,7 @@ def test_cancel_on_a_real_stuck_task_interrupts_the_childs_run(serving):
     task = Task.objects.select_related("namespace", "parent_thread").get(task_id=task_id)
     with clock.virtual_clock(at):
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="stuck")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
     assert action.run_id == child_run
 

@@ -11,9 +11,8 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from supervisor.connectors.base import ConnectorError
-from supervisor.connectors.registry import connector_for
 from supervisor.core import clock
+from supervisor.core.connectors import ConnectorError, connector_for
 from supervisor.core.sources import do_create_source
 from tests.t3.test_connector import free_port
 from tests.web.cast import ADMIN, login_as

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from supervisor.connectors.base import ConnectorError
 from supervisor.connectors.t3code import session
 from supervisor.core import clock
+from supervisor.core.connectors import ConnectorError
 from supervisor.core.models import Source
 from supervisor.core.sources import do_create_source
 from tests.t3.fake_server import FakeT3

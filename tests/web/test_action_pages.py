@@ -14,6 +14,7 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 from tests.web.forms import confirm_form
@@ -147,7 +148,7 @@ def test_the_outcome_shows_on_the_page(operator_client, fleet, receiver):
     )
     receiver.refuse(status=422, body="no such run")
     action = Action.objects.get()
-    assert actions.perform(action.pk) == "failed"
+    assert operator_actions.perform(action.pk) == "failed"
     html = operator_client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
     row = html.split(f'id="action-{action.pk}"')[1].split("</tr>")[0]
     assert "failed" in row and "no such run" in row and "Try again" in row
@@ -211,7 +212,7 @@ def test_the_childs_real_answer_from_a_run_the_task_does_not_own_can_be_handed_o
 
     action = Action.objects.get(task=task, kind="deliver")
     assert action.run_id == run2 and action.text.endswith(REAL_ANSWER)
-    assert actions.perform(action.pk) == "succeeded"
+    assert operator_actions.perform(action.pk) == "succeeded"
     [sent] = receiver.deliveries
     assert sent["action"]["run_id"] == run2 and sent["action"]["thread_id"] == "thread:smart-loop"
     # What the parent was given now holds the real answer.

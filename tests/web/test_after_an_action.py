@@ -15,6 +15,7 @@ from supervisor.core.flags import do_resolve_flag_by_hand
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Flag, Task, Wake
 from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
 from supervisor.web import fragments
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
@@ -84,7 +85,7 @@ def open_kinds(task) -> set[str]:
 def deliver(task, run, now, actor="user:alice") -> Action:
     with clock.virtual_clock(now):
         action, _ = actions.do_request_action(task, "deliver", actor=actor, run=run)
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     return action
 
 
@@ -189,7 +190,7 @@ def test_after_continue_succeeded_the_page_says_what_remains_open_and_why(
     with clock.virtual_clock(until + timedelta(seconds=5)):
         action, _ = actions.do_request_action(task, "continue", actor="user:alice")
         in_flight = suggested(page(operator_client, task))
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     assert "Continue the child: under way" in in_flight[0]
     assert f"action {action.pk}, queued" in in_flight[0]
 
@@ -206,7 +207,7 @@ def test_when_the_continued_child_finished_the_main_action_delivers_its_result(d
     task = Task.objects.get(task_id=TRANSIENT)
     with clock.virtual_clock(until + timedelta(seconds=5)):
         action, _ = actions.do_request_action(task, "continue", actor="user:alice")
-        assert actions.perform(action.pk) == "succeeded"
+        assert operator_actions.perform(action.pk) == "succeeded"
     evaluate(source.namespace_id, until + timedelta(seconds=30))
     run = task.child_thread.runs.get(trigger_kind="message").run_id
     first = suggested(page(operator_client, task))[0]
@@ -284,5 +285,5 @@ def test_the_banner_follows_the_actions_state(db, operator_client, receiver):
         return part(actions_part, 'id="action-banner"', "</p>")
 
     assert "Continue queued" in banner()
-    assert actions.perform(action.pk) == "succeeded"
+    assert operator_actions.perform(action.pk) == "succeeded"
     assert "Continue succeeded" in banner() and "queued" not in banner()

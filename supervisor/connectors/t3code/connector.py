@@ -24,7 +24,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+
 from . import rpc, session
 from . import settings as t3_settings
 

@@ -25,9 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from supervisor.core import clock
-from supervisor.core.ingest import IngestResult, apply_events
+from supervisor.core.ingest import IngestResult, apply_events, evaluate_after_commit
 from supervisor.core.models import FollowState, Source
-from supervisor.core.tasks import evaluate_after_commit
 
 from .mapping import Mapper, coalesced
 from .schema import StateDB, StateDBError

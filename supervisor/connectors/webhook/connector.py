@@ -25,7 +25,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..base import (
+from supervisor.core.connectors import (
     Capabilities,
     Connector,
     ConnectorError,
@@ -33,6 +33,7 @@ from ..base import (
     Receipt,
     retryable_status,
 )
+
 from . import settings as webhook_settings
 from . import signing
 

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.connectors.base import SettingsError
+from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.snapshot import DetectionSettings
 from supervisor.core.sources import ScopeError, check_connector, do_create_source
@@ -25,7 +25,7 @@ class Command(BaseCommand):
             help="detection overrides in seconds, e.g. '{\"stuck_after\": 120}'",
         )
         parser.add_argument(
-            "--connector", default="", help="what acts for its tasks: webhook or simulator"
+            "--connector", default="", help="what acts for its tasks: webhook or t3code"
         )
         parser.add_argument(
             "--connector-settings",

@@ -8,9 +8,9 @@ import apprise
 from django import forms
 from django.core.validators import validate_email
 
-from supervisor.web.page_data import FLAG_KINDS
+from supervisor.notify.models import Channel, Route
 
-from .models import Channel, Route
+from .page_data import FLAG_KINDS
 
 
 class ChannelForm(forms.ModelForm):

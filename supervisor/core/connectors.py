@@ -1,5 +1,6 @@
-"""What every connector offers: send a message to a thread, stop a thread's running
-work, and say which of these it can do.
+"""The connector port: what every connector offers (send a message to a thread, stop a
+thread's running work, and say which of these it can do), and the registry that the
+connectors fill from their app's `ready` (core acts through it and imports none of them).
 
 A connector is bound to a source (`Source.connector` names it, `Source.connector_settings`
 configures it) and acts for that source's tasks. It is called by a worker with an
@@ -137,3 +138,37 @@ class Connector(ABC):
         if outgoing.kind == "cancel":
             return self.stop_run(outgoing, timeout=timeout)
         return self.send_message(outgoing, timeout=timeout)
+
+
+# --- the registry -------------------------------------------------------------------
+
+# Filled by each connector app's ready() (supervisor/connectors/apps.py; the tests add
+# their in-process simulator): only what is registered is offered to admins.
+_registered: dict[str, type[Connector]] = {}
+
+
+def register(connector: type[Connector]) -> None:
+    _registered[connector.name] = connector
+
+
+def connector_class(name: str) -> type[Connector]:
+    if name not in _registered:
+        raise SettingsError(
+            f"there is no connector {name!r}; choose from {', '.join(sorted(_registered))}"
+        )
+    return _registered[name]
+
+
+def connectors() -> dict[str, type[Connector]]:
+    return dict(_registered)
+
+
+def connector_for(source) -> Connector | None:
+    """The connector bound to `source`, set up with its settings; None when it has none.
+    SettingsError when the bound connector is unknown or its settings are wrong."""
+    if not source.connector:
+        return None
+    try:
+        return connector_class(source.connector)(source, source.connector_settings or {})
+    except SettingsError as exc:
+        raise SettingsError(f"source {source.name!r}: {exc}") from None

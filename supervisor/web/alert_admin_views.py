@@ -11,12 +11,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from supervisor.core import clock
-from supervisor.web.admin_views import administer_required
+from supervisor.notify.channels import do_send_test
+from supervisor.notify.models import Channel, Notification, Route
+from supervisor.notify.outbox import do_retry_now
 
-from .channels import do_send_test
-from .forms import ChannelForm, RouteForm
-from .models import Channel, Notification, Route
-from .outbox import do_retry_now
+from .admin_views import administer_required
+from .alert_forms import ChannelForm, RouteForm
 
 NOTIFICATION_PAGE = 100
 NOTIFICATION_STATES = (

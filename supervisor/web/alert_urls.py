@@ -1,8 +1,9 @@
 from django.urls import path
 
-from . import admin_views as admin
-from . import views
+from . import alert_admin_views as admin
+from . import alert_views as views
 
+# The alert pages keep their own namespace, "notify", beside web's.
 app_name = "notify"
 
 urlpatterns = [

@@ -13,11 +13,10 @@ import logging
 
 from celery import shared_task
 
+from supervisor.connectors.t3code.follower import Follower
+from supervisor.connectors.t3code.locate import state_database
+from supervisor.connectors.t3code.schema import StateDBError
 from supervisor.core.models import Source
-
-from .follower import Follower
-from .locate import state_database
-from .schema import StateDBError
 
 log = logging.getLogger(__name__)
 

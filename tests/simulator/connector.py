@@ -1,4 +1,5 @@
-"""The simulator connector: actions answered in-process by a simulated orchestrator.
+"""The simulator connector, for tests: actions answered in-process by a simulated
+orchestrator. Admins are not offered it; tests/conftest.py registers it.
 
 The answer (`answers.py`) is made from what the mirror knows of the target thread and
 ingested as the source's own events, in one transaction with the evaluation of what
@@ -13,12 +14,11 @@ from typing import Any
 from django.db import transaction
 
 from supervisor.core import clock
-from supervisor.core.ingest import apply_events
+from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from supervisor.core.ingest import do_ingest
 from supervisor.core.models import Namespace, Run, Task
-from supervisor.core.tasks import evaluate_after_commit
 from supervisor.demo.answers import ThreadView, answer_events
 
-from ..base import Capabilities, Connector, ConnectorError, Outgoing, Receipt
 from . import settings as simulator_settings
 
 
@@ -51,8 +51,7 @@ class SimulatorConnector(Connector):
             Namespace.objects.select_for_update().filter(pk=namespace_id).first()
             view = view_from_mirror(namespace_id, outgoing)
             events = answer_events(outgoing, view, clock.now())
-            result = apply_events(self.source, events)
-            evaluate_after_commit(namespace_id, result)
+            result = do_ingest(self.source, events)
         if result.rejected:
             # Our own events refused: a bug in the simulator, not something a retry fixes.
             raise ConnectorError(

@@ -1,4 +1,6 @@
-"""System checks that say in plain words what is wrong with the configuration."""
+"""System checks that say in plain words what is wrong with the configuration: the
+site's settings (services, detection, retention, rate limits, proxies), registered by
+the web app (supervisor/web/apps.py), which may import the root modules they read."""
 
 from urllib.parse import urlsplit
 
@@ -6,7 +8,7 @@ from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from supervisor import client_address, rate_limit
+from . import client_address, rate_limit
 
 
 @register()

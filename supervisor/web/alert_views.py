@@ -12,9 +12,9 @@ from django.views.decorators.http import require_http_methods
 from supervisor.core import clock
 from supervisor.core.flags import FlagActionError, do_acknowledge_flag, do_snooze_flag
 from supervisor.core.models import Flag
-from supervisor.web.flag_words import words_for
+from supervisor.notify.content import flag_from_token, task_url
 
-from .content import flag_from_token, task_url
+from .flag_words import words_for
 
 SNOOZES = {"1h": 1, "4h": 4, "24h": 24}
 
