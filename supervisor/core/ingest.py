@@ -16,12 +16,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from . import clock
+from . import changes, clock
 from .batch_write import copy_rows, update_rows
+from .changes import ChangeKind
 from .contract import Event, EventError, event_id_of, parse_event, storable
 from .models import (
     BackgroundItem,
-    Change,
     DeadLetter,
     Environment,
     IngestedEvent,
@@ -153,29 +153,16 @@ def _existing_ids(source: Source, ids: list[str]) -> set[str]:
 
 
 def _record_changes(source: Source, result: IngestResult) -> None:
-    now = clock.now()
-    copy_rows(
-        Change,
+    namespace_id = source.namespace_id
+    changes.record_all(
         [
-            Change(
-                at=now,
-                namespace_id=source.namespace_id,
-                kind="task.updated",
-                subject_type="task",
-                subject_id=task_id,
-            )
+            (ChangeKind.TASK_UPDATED, changes.Subject("task", task_id, namespace_id))
             for task_id in sorted(result.touched_tasks)
         ]
         + [
-            Change(
-                at=now,
-                namespace_id=source.namespace_id,
-                kind="thread.updated",
-                subject_type="thread",
-                subject_id=thread_id,
-            )
+            (ChangeKind.THREAD_UPDATED, changes.Subject("thread", thread_id, namespace_id))
             for thread_id in sorted(result.touched_threads)
-        ],
+        ]
     )
 
 
