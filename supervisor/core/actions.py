@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 
-from . import action_outcomes, clock, dispatch, ownership
+from . import action_outcomes, changes, clock, dispatch, leases, ownership
+from .changes import ChangeKind
 from .connectors import (
     Outgoing,
     Receipt,
@@ -32,7 +32,7 @@ from .connectors import (
 from .flags import do_resolve_flag
 from .ingest import do_ingest
 from .loader import load_for_task
-from .models import Action, Change, Flag, IngestedEvent, Run, Source, Task
+from .models import Action, Flag, IngestedEvent, Run, Source, Task
 
 log = logging.getLogger(__name__)
 
@@ -415,22 +415,15 @@ def _list_results(preview: Preview, results: dict, owned: dict, *, chosen: str |
 # --- request ------------------------------------------------------------------------
 
 
-def _change(action: Action, kind: str, now: datetime, **details) -> None:
-    Change.objects.create(
-        at=now,
-        namespace_id=action.task.namespace_id,
-        kind=kind,
-        subject_type="task",
-        subject_id=action.task.task_id,
-        payload={
-            "action": action.pk,
-            "kind": action.kind,
-            "state": action.state,
-            "actor": action.actor_name,
-            "reason": action.reason,
-            **details,
-        },
-    )
+def _subject(action: Action) -> changes.Subject:
+    facts = {
+        "action": action.pk,
+        "kind": action.kind,
+        "state": action.state,
+        "actor": action.actor_name,
+        "reason": action.reason,
+    }
+    return changes.Subject("task", action.task.task_id, action.task.namespace_id, facts)
 
 
 def do_request_action(
@@ -485,7 +478,7 @@ def do_request_action(
     try:
         with transaction.atomic():
             action.save()
-            _change(action, "action.requested", now)
+            changes.record(ChangeKind.ACTION_REQUESTED, _subject(action), at=now)
             transaction.on_commit(lambda: _enqueue(action.pk))
     except IntegrityError:
         if key:
@@ -549,10 +542,10 @@ def _enqueue(action_id: int, countdown: float | None = None) -> None:
 
 # --- perform ------------------------------------------------------------------------
 
-
-def _due(now: datetime) -> Q:
-    """Ready to be sent: queued, or sending with its lease run out (its worker died)."""
-    return Q(state=Action.QUEUED) | Q(state=Action.SENDING, due_at__lte=now)
+# Queued actions, claimed under a lease (a sending one whose lease ran out: its worker died).
+ACTION_QUEUE = leases.WorkQueue(
+    Action, (Action.QUEUED,), Action.SENDING, lambda pk, countdown=None: _enqueue(pk, countdown)
+)
 
 
 def do_claim_action(action_id: int, now: datetime) -> Action | None:
@@ -561,19 +554,14 @@ def do_claim_action(action_id: int, now: datetime) -> Action | None:
     spent (then it is failed: nothing is sent more than `max_attempts` times)."""
     cfg = config()
     with transaction.atomic():
-        claimed = Action.objects.filter(
-            _due(now), pk=action_id, attempts__lt=cfg["max_attempts"]
-        ).update(
-            state=Action.SENDING,
-            attempts=F("attempts") + 1,
-            due_at=now + timedelta(seconds=cfg["lease"]),
-            updated_at=now,
+        claimed = leases.claim(
+            ACTION_QUEUE, action_id, now, lease=cfg["lease"], max_attempts=cfg["max_attempts"]
         )
         if not claimed:
             do_give_up_action(action_id, now)
             return None
         action = Action.objects.select_related("task__namespace", "source").get(pk=action_id)
-        _change(action, "action.sending", now, attempt=action.attempts)
+        changes.record(ChangeKind.ACTION_SENDING, _subject(action), at=now, attempt=action.attempts)
     return action
 
 
@@ -583,21 +571,23 @@ def do_give_up_action(action_id: int, now: datetime) -> bool:
     recorded an answer (its worker died, or recording failed), so it may have reached
     the orchestrator: the row says so, and a new delivery's preview warns of it."""
     cfg = config()
-    spent = Action.objects.filter(_due(now), pk=action_id, attempts__gte=cfg["max_attempts"])
     error = (
         f"gave up after {cfg['max_attempts']} attempts; the last one recorded no answer, so "
         "it may have been sent (each attempt carried the same idempotency key)"
     )
-    failed = spent.update(
+    failed = leases.give_up(
+        ACTION_QUEUE,
+        action_id,
+        now,
+        max_attempts=cfg["max_attempts"],
         state=Action.FAILED,
         last_error=error,
         response={"outcome": "unknown"},
         finished_at=now,
-        updated_at=now,
     )
     if failed:
         action = Action.objects.select_related("task").get(pk=action_id)
-        _change(action, "action.failed", now, error=error)
+        changes.record(ChangeKind.ACTION_FAILED, _subject(action), at=now, error=error)
     return bool(failed)
 
 
@@ -637,15 +627,17 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
     recording the wake fails, the action is still succeeded (never sent again) and says
     what was not recorded."""
     with transaction.atomic():
-        done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
+        done = leases.settle(
+            ACTION_QUEUE,
+            action.pk,
+            now,
             state=Action.SUCCEEDED,
             response=receipt.as_json(),
             last_error=None,
             finished_at=now,
-            updated_at=now,
         )
         if not done:  # another worker finished it first (its lease had run out)
-            return Action.objects.get(pk=action.pk).state
+            return leases.state_of(ACTION_QUEUE, action.pk)
         action.state = Action.SUCCEEDED
         unrecorded = {}
         if action.kind == "deliver":
@@ -663,7 +655,13 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
                         resolve_answered(action, now)
                 except Exception:  # the flags stay open for the operator: never a lost send
                     log.exception("action %s: recorded, but resolving its flags failed", action.pk)
-        _change(action, "action.succeeded", now, duplicate=receipt.duplicate, **unrecorded)
+        changes.record(
+            ChangeKind.ACTION_SUCCEEDED,
+            _subject(action),
+            at=now,
+            duplicate=receipt.duplicate,
+            **unrecorded,
+        )
     return Action.SUCCEEDED
 
 
@@ -673,29 +671,33 @@ def do_record_failure(
     """Retry later with backoff while attempts remain and it may help; else failed."""
     cfg = config()
     again = retryable and action.attempts < cfg["max_attempts"]
-    delay = cfg["backoff"] * 2 ** (action.attempts - 1)
+    delay = leases.backoff(cfg["backoff"], action.attempts)
     state = Action.QUEUED if again else Action.FAILED
     response = {"detail": detail[:2000]} if detail else {}
     if retryable and not again:  # a timeout or a 5xx: it may have got through
         response["outcome"] = "unknown"
     with transaction.atomic():
-        done = Action.objects.filter(pk=action.pk, state=Action.SENDING).update(
+        done = leases.settle(
+            ACTION_QUEUE,
+            action.pk,
+            now,
             state=state,
             last_error=error,
             response=response,
             # The sweep picks a queued action up again if its retry message is lost.
             due_at=now + timedelta(seconds=delay + cfg["queue_grace"]),
             finished_at=None if again else now,
-            updated_at=now,
         )
         if not done:
-            return Action.objects.get(pk=action.pk).state
+            return leases.state_of(ACTION_QUEUE, action.pk)
         action.state = state
         if again:
-            _change(action, "action.retrying", now, error=error, retry_in=delay)
-            transaction.on_commit(lambda: _enqueue(action.pk, countdown=delay))
+            changes.record(
+                ChangeKind.ACTION_RETRYING, _subject(action), at=now, error=error, retry_in=delay
+            )
+            leases.retry_on_commit(ACTION_QUEUE, action.pk, delay)
         else:
-            _change(action, "action.failed", now, error=error)
+            changes.record(ChangeKind.ACTION_FAILED, _subject(action), at=now, error=error)
     return state
 
 
@@ -776,22 +778,11 @@ def requeue_due_actions(now: datetime, limit: int = 500) -> int:
     their lease (their worker died). Each is pushed to later first, so a busy worker
     does not find a pile of copies when it gets to them."""
     cfg = config()
-    grace = timedelta(seconds=cfg["queue_grace"])
-    due = list(
-        Action.objects.filter(state__in=(Action.QUEUED, Action.SENDING), due_at__lte=now)
-        .order_by("due_at")
-        .values_list("pk", "state", "attempts")[:limit]
+    return leases.requeue_due(
+        ACTION_QUEUE,
+        now,
+        grace=cfg["queue_grace"],
+        limit=limit,
+        max_attempts=cfg["max_attempts"],
+        give_up_row=do_give_up_action,
     )
-    requeued = 0
-    for pk, state, attempts in due:
-        if attempts >= cfg["max_attempts"]:
-            do_give_up_action(pk, now)
-            continue
-        with transaction.atomic():
-            taken = Action.objects.filter(pk=pk, state=state, due_at__lte=now).update(
-                state=Action.QUEUED, due_at=now + grace, updated_at=now
-            )
-            if taken:
-                requeued += 1
-                transaction.on_commit(lambda pk=pk: _enqueue(pk))
-    return requeued

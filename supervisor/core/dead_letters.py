@@ -8,10 +8,11 @@ from typing import Any
 
 from django.db import transaction
 
-from . import clock
+from . import changes, clock
+from .changes import ChangeKind
 from .contract import EventError, event_id_of, parse_event, read_json, storable
 from .ingest import IngestResult, do_ingest
-from .models import Change, DeadLetter, Source
+from .models import DeadLetter, Source
 from .roles import actor_name
 
 
@@ -83,11 +84,9 @@ def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> I
                 raise ReplayError("; ".join(r["error"] for r in result.rejected))
             letter.replayed_at, letter.replay_error = clock.now(), None
             letter.save(update_fields=["replayed_at", "replay_error"])
-            _change(
-                letter,
-                source.namespace_id,
-                "dead_letter.replayed",
-                by,
+            changes.record(
+                ChangeKind.DEAD_LETTER_REPLAYED,
+                _subject(letter, source.namespace_id, by),
                 events=[event_id_of(e) for e in events],
                 accepted=result.accepted,
                 duplicates=result.duplicates,
@@ -107,21 +106,14 @@ def _keep_error(dead_letter: DeadLetter, error: str, by) -> None:
             .values_list("namespace_id", flat=True)
             .first()
         )
-        _change(dead_letter, namespace_id, "dead_letter.replay_failed", by, error=error)
+        changes.record(
+            ChangeKind.DEAD_LETTER_REPLAY_FAILED,
+            _subject(dead_letter, namespace_id, by),
+            error=error,
+        )
     dead_letter.replay_error = error
 
 
-def _change(letter: DeadLetter, namespace_id: int | None, kind: str, by, **details) -> None:
-    Change.objects.create(
-        at=clock.now(),
-        namespace_id=namespace_id,
-        kind=kind,
-        subject_type="dead",
-        subject_id=str(letter.pk),
-        payload={
-            "actor": actor_name(by),
-            "dead_letter": letter.pk,
-            "event": letter.event_id,
-            **details,
-        },
-    )
+def _subject(letter: DeadLetter, namespace_id: int | None, by) -> changes.Subject:
+    facts = {"actor": actor_name(by), "dead_letter": letter.pk, "event": letter.event_id}
+    return changes.Subject("dead", str(letter.pk), namespace_id, facts)

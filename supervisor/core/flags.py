@@ -9,8 +9,9 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from . import clock
-from .models import Change, Flag, Task
+from . import changes
+from .changes import ChangeKind
+from .models import Flag, Task
 from .snapshot import Finding
 
 # Called with each flag opened, inside the opening's transaction: notify registers its
@@ -23,15 +24,9 @@ def on_flag_opened(hook: Callable[[Flag, datetime], object]) -> None:
         _opened_hooks.append(hook)
 
 
-def _change(flag: Flag, kind: str, **details) -> None:
-    Change.objects.create(
-        at=clock.now(),
-        namespace_id=flag.namespace_id,
-        kind=kind,
-        subject_type=flag.subject_type,
-        subject_id=flag.subject_id,
-        payload={"flag": flag.pk, "kind": flag.kind, "state": flag.state, **details},
-    )
+def _subject(flag: Flag) -> changes.Subject:
+    facts = {"flag": flag.pk, "kind": flag.kind, "state": flag.state}
+    return changes.Subject(flag.subject_type, flag.subject_id, flag.namespace_id, facts)
 
 
 def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | None:
@@ -56,7 +51,7 @@ def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | N
                 opened_at=now,
                 evidence=finding.evidence,
             )
-            _change(flag, "flag.opened")
+            changes.record(ChangeKind.FLAG_OPENED, _subject(flag))
             # In the opening's own transaction: an opening is never without its alerts.
             for hook in _opened_hooks:
                 hook(flag, now)
@@ -77,7 +72,11 @@ def do_resolve_flag(
         )
         if updated:
             flag.refresh_from_db()
-            _change(flag, "flag.resolved", **({"reason": reason} if reason else {}))
+            changes.record(
+                ChangeKind.FLAG_RESOLVED,
+                _subject(flag),
+                **({"reason": reason} if reason else {}),
+            )
     return bool(updated)
 
 
@@ -85,7 +84,7 @@ def do_update_evidence(flag: Flag, evidence: dict) -> None:
     with transaction.atomic():
         if Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(evidence=evidence):
             flag.evidence = evidence
-            _change(flag, "flag.updated")
+            changes.record(ChangeKind.FLAG_UPDATED, _subject(flag))
 
 
 def awaiting_attention(now: datetime) -> Q:
@@ -115,7 +114,7 @@ def do_acknowledge_flag(flag: Flag, now: datetime, *, by=None, actor: str = "") 
         if flag.acknowledged_at is None:
             flag.acknowledged_at, flag.acknowledged_by = now, by
             flag.save(update_fields=["acknowledged_at", "acknowledged_by"])
-            _change(flag, "flag.acknowledged", actor=actor)
+            changes.record(ChangeKind.FLAG_ACKNOWLEDGED, _subject(flag), actor=actor)
     return flag
 
 
@@ -130,7 +129,9 @@ def do_snooze_flag(flag: Flag, until: datetime, now: datetime, *, actor: str = "
         if flag.snoozed_until != until:
             flag.snoozed_until = until
             flag.save(update_fields=["snoozed_until"])
-            _change(flag, "flag.snoozed", actor=actor, until=until.isoformat())
+            changes.record(
+                ChangeKind.FLAG_SNOOZED, _subject(flag), actor=actor, until=until.isoformat()
+            )
     return flag
 
 
@@ -151,5 +152,7 @@ def do_resolve_flag_by_hand(
         )
         flag.refresh_from_db()
         if updated:
-            _change(flag, "flag.resolved", actor=actor, reason=flag.resolve_reason)
+            changes.record(
+                ChangeKind.FLAG_RESOLVED, _subject(flag), actor=actor, reason=flag.resolve_reason
+            )
     return flag

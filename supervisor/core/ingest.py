@@ -18,12 +18,12 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 
-from . import clock, dispatch
+from . import changes, clock, dispatch
 from .batch_write import copy_rows, update_rows
+from .changes import ChangeKind
 from .contract import Event, EventError, event_id_of, parse_event, storable
 from .models import (
     BackgroundItem,
-    Change,
     DeadLetter,
     Environment,
     IngestedEvent,
@@ -198,29 +198,16 @@ def _existing_ids(source: Source, ids: list[str]) -> set[str]:
 
 
 def _record_changes(source: Source, result: IngestResult) -> None:
-    now = clock.now()
-    copy_rows(
-        Change,
+    namespace_id = source.namespace_id
+    changes.record_all(
         [
-            Change(
-                at=now,
-                namespace_id=source.namespace_id,
-                kind="task.updated",
-                subject_type="task",
-                subject_id=task_id,
-            )
+            (ChangeKind.TASK_UPDATED, changes.Subject("task", task_id, namespace_id))
             for task_id in sorted(result.touched_tasks)
         ]
         + [
-            Change(
-                at=now,
-                namespace_id=source.namespace_id,
-                kind="thread.updated",
-                subject_type="thread",
-                subject_id=thread_id,
-            )
+            (ChangeKind.THREAD_UPDATED, changes.Subject("thread", thread_id, namespace_id))
             for thread_id in sorted(result.touched_threads)
-        ],
+        ]
     )
 
 

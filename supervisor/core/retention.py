@@ -25,6 +25,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from . import changes
+from .changes import ChangeKind
 from .models import Action, Change, DeadLetter, Flag, IngestedEvent, TaskReport, ToolRejection
 
 log = logging.getLogger(__name__)
@@ -152,14 +154,15 @@ def _record(counts: dict[str, int], now: datetime) -> None:
         ", ".join(f"{name} {value or 'forever'}" for name, value in days.items()),
     )
     if any(counts.values()):
-        Change.objects.create(
+        # What the audit page shows: the kinds that lost rows, and how many.
+        pruned = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+        changes.record(
+            ChangeKind.RETENTION_PRUNED,
+            changes.Subject("retention", pruned),
             at=now,
-            namespace=None,
-            kind="retention.pruned",
-            subject_type="retention",
-            # What the audit page shows: the kinds that lost rows, and how many.
-            subject_id=", ".join(f"{name} {count}" for name, count in counts.items() if count),
-            payload={"actor": "supervisor", "counts": counts, "days": dict(days)},
+            actor="supervisor",
+            counts=counts,
+            days=dict(days),
         )
 
 

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
-from . import clock
-from .models import Change
+from . import changes
+from .changes import ChangeKind
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 # Role -> its permissions, least to most. Migration 0005_roles keeps a frozen copy.
@@ -90,14 +90,8 @@ def _assign(user, role: str) -> str | None:
     return previous
 
 
-def _change(kind: str, user, **payload) -> None:
-    Change.objects.create(
-        at=clock.now(),
-        kind=kind,
-        subject_type="user",
-        subject_id=user.get_username(),
-        payload=payload,
-    )
+def _subject(user) -> changes.Subject:
+    return changes.Subject("user", user.get_username())
 
 
 @transaction.atomic
@@ -110,7 +104,9 @@ def do_set_role(user, role: str, by=None) -> str | None:
         raise RoleError(f"{user.get_username()} is the last admin; make someone else admin first")
     previous = _assign(user, role)
     if previous != role:
-        _change("user.role", user, actor=actor_name(by), role=role, previous=previous)
+        changes.record(
+            ChangeKind.USER_ROLE, _subject(user), actor=actor_name(by), role=role, previous=previous
+        )
     return previous
 
 
@@ -133,5 +129,5 @@ def do_create_user(username: str, role: str, password: str | None = None, by=Non
     password = password or secrets.token_urlsafe(12)
     user = User.objects.create_user(username, password=password)
     _assign(user, role)
-    _change("user.created", user, actor=actor_name(by), role=role)
+    changes.record(ChangeKind.USER_CREATED, _subject(user), actor=actor_name(by), role=role)
     return user, password

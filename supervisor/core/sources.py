@@ -5,10 +5,11 @@ import secrets
 
 from django.db import transaction
 
-from . import clock
+from . import changes, clock
 from . import connectors as registry
+from .changes import ChangeKind
 from .connectors import SettingsError
-from .models import Change, Namespace, Source
+from .models import Namespace, Source
 from .roles import actor_name
 
 TOKEN_PREFIX = "sup_"
@@ -64,15 +65,8 @@ def source_for_token(token: str) -> Source | None:
 # --- by hand, from the admin pages: each write appends a Change row for the audit ---------
 
 
-def _change(source: Source, kind: str, actor: str, **details) -> None:
-    Change.objects.create(
-        at=clock.now(),
-        namespace_id=source.namespace_id,
-        kind=kind,
-        subject_type="source",
-        subject_id=source.name,
-        payload={"actor": actor, **details},
-    )
+def _subject(source: Source, by) -> changes.Subject:
+    return changes.Subject("source", source.name, source.namespace_id, {"actor": actor_name(by)})
 
 
 def check_connector(connector: str, settings) -> dict:
@@ -101,19 +95,20 @@ def do_add_source(
     connector: str = "",
     connector_settings=None,
     *,
+    settings=None,
     by=None,
 ) -> tuple[Source, str]:
-    """Create a source with a connector binding, recorded; returns it with its token,
-    which is shown once and never stored."""
+    """Create a source with a connector binding (and detection `settings`), recorded;
+    returns it with its token, which is shown once and never stored. The admin page and
+    `manage.py create_source` create sources so; replays and tests use do_create_source."""
     connector_settings = check_connector(connector, connector_settings or {})
-    source, token = do_create_source(name, namespace, scopes)
+    source, token = do_create_source(name, namespace, scopes, settings=settings)
     if connector:
         source.connector, source.connector_settings = connector, connector_settings
         source.save(update_fields=["connector", "connector_settings"])
-    _change(
-        source,
-        "source.created",
-        actor_name(by),
+    changes.record(
+        ChangeKind.SOURCE_CREATED,
+        _subject(source, by),
         namespace=source.namespace.name,
         scopes=source.scopes,
         connector=source.connector,
@@ -129,7 +124,9 @@ def do_revoke_source(source: Source, *, by=None) -> bool:
     revoked = Source.objects.filter(pk=source.pk, revoked_at__isnull=True).update(revoked_at=now)
     if revoked:
         source.revoked_at = now
-        _change(source, "source.revoked", actor_name(by), token_prefix=source.token_prefix)
+        changes.record(
+            ChangeKind.SOURCE_REVOKED, _subject(source, by), token_prefix=source.token_prefix
+        )
     return bool(revoked)
 
 
@@ -143,10 +140,9 @@ def do_rotate_token(source: Source, *, by=None) -> str:
     source.token_hash, source.token_prefix = Source.hash_token(token), token[:12]
     was_revoked, source.revoked_at = source.revoked_at is not None, None
     source.save(update_fields=["token_hash", "token_prefix", "revoked_at"])
-    _change(
-        source,
-        "source.token_rotated",
-        actor_name(by),
+    changes.record(
+        ChangeKind.SOURCE_TOKEN_ROTATED,
+        _subject(source, by),
         token_prefix=source.token_prefix,
         previous_prefix=previous,
         was_revoked=was_revoked,
@@ -164,5 +160,10 @@ def do_bind_connector(source: Source, connector: str, settings=None, *, by=None)
     previous = source.connector
     source.connector, source.connector_settings = connector, settings
     source.save(update_fields=["connector", "connector_settings"])
-    _change(source, "source.connector", actor_name(by), connector=connector, previous=previous)
+    changes.record(
+        ChangeKind.SOURCE_CONNECTOR,
+        _subject(source, by),
+        connector=connector,
+        previous=previous,
+    )
     return source

@@ -1,7 +1,8 @@
 """The notification outbox: each message is a row with a stable key, written once (the
 unique key drops repeats), claimed by a worker with a compare-and-swap and a lease, sent
 once per attempt, retried with backoff while it fails, never dropped; the sweep
-re-enqueues what is left pending, failing or past its lease (as core/actions.py does)."""
+re-enqueues what is left pending, failing or past its lease (the loop in core/leases.py,
+which operator actions share)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 
-from supervisor.core import dispatch
-from supervisor.core.models import Change
+from supervisor.core import changes, dispatch, leases
+from supervisor.core.changes import ChangeKind
 
 from .content import Message
 from .models import Channel, Notification
@@ -25,15 +25,9 @@ def config() -> dict:
     return settings.SUPERVISOR_NOTIFY
 
 
-def _change(note: Notification, kind: str, now: datetime, **details) -> None:
-    Change.objects.create(
-        at=now,
-        namespace=None,
-        kind=kind,
-        subject_type="outbox",  # Change.subject_type holds 10 characters
-        subject_id=str(note.pk),
-        payload={"notification": note.pk, "key": note.key, "state": note.state, **details},
-    )
+def _subject(note: Notification) -> changes.Subject:
+    facts = {"notification": note.pk, "key": note.key, "state": note.state}
+    return changes.Subject("outbox", str(note.pk), None, facts)
 
 
 def do_enqueue_notification(
@@ -58,7 +52,7 @@ def do_enqueue_notification(
     try:
         with transaction.atomic():
             note.save()
-            _change(note, "notification.queued", now, message=kind)
+            changes.record(ChangeKind.NOTIFICATION_QUEUED, _subject(note), at=now, message=kind)
             transaction.on_commit(lambda: _enqueue(note.pk))
     except IntegrityError:
         return None
@@ -69,24 +63,21 @@ def _enqueue(pk: int, countdown: float | None = None) -> None:
     dispatch.enqueue(dispatch.SEND_NOTIFICATION, pk, countdown=countdown)
 
 
+# The outbox's messages, claimed under a lease (a sending one whose lease ran out: its
+# worker died). Never given up on: no attempt limit.
+OUTBOX = leases.WorkQueue(
+    Notification,
+    (Notification.PENDING, Notification.FAILING),
+    Notification.SENDING,
+    lambda pk, countdown=None: _enqueue(pk, countdown),
+)
+
+
 def do_claim_notification(pk: int, now: datetime) -> Notification | None:
     """pending/failing -> sending (or a sending one whose lease ran out: its worker
     died), with a new lease; None when another worker holds it or it was sent."""
-    lease = timedelta(seconds=config()["lease"])
     with transaction.atomic():
-        claimed = (
-            Notification.objects.filter(pk=pk)
-            .filter(
-                Q(state__in=(Notification.PENDING, Notification.FAILING))
-                | Q(state=Notification.SENDING, due_at__lte=now)
-            )
-            .update(
-                state=Notification.SENDING,
-                attempts=F("attempts") + 1,
-                due_at=now + lease,
-                updated_at=now,
-            )
-        )
+        claimed = leases.claim(OUTBOX, pk, now, lease=config()["lease"])
         if not claimed:
             return None
         return Notification.objects.select_related("channel").get(pk=pk)
@@ -94,13 +85,11 @@ def do_claim_notification(pk: int, now: datetime) -> Notification | None:
 
 def do_record_sent(note: Notification, now: datetime) -> str:
     with transaction.atomic():
-        done = Notification.objects.filter(pk=note.pk, state=Notification.SENDING).update(
-            state=Notification.SENT, sent_at=now, updated_at=now
-        )
+        done = leases.settle(OUTBOX, note.pk, now, state=Notification.SENT, sent_at=now)
         if not done:  # another worker finished it first (our lease had run out)
-            return Notification.objects.get(pk=note.pk).state
+            return leases.state_of(OUTBOX, note.pk)
         note.state = Notification.SENT
-        _change(note, "notification.sent", now, attempt=note.attempts)
+        changes.record(ChangeKind.NOTIFICATION_SENT, _subject(note), at=now, attempt=note.attempts)
     return Notification.SENT
 
 
@@ -110,25 +99,33 @@ def backoff(attempts: int, retryable: bool) -> float:
     cfg = config()
     if not retryable:
         return cfg["max_backoff"]
-    return min(cfg["backoff"] * 2 ** max(attempts - 1, 0), cfg["max_backoff"])
+    return leases.backoff(cfg["backoff"], max(attempts, 1), cfg["max_backoff"])
 
 
 def do_record_failure(note: Notification, error: str, now: datetime, *, retryable: bool) -> str:
     """failing, retried later: a notification is never given up on."""
     delay = backoff(note.attempts, retryable)
     with transaction.atomic():
-        done = Notification.objects.filter(pk=note.pk, state=Notification.SENDING).update(
+        done = leases.settle(
+            OUTBOX,
+            note.pk,
+            now,
             state=Notification.FAILING,
             last_error=error[:2000],
             # The sweep sends it again if the retry message is lost.
             due_at=now + timedelta(seconds=delay + config()["queue_grace"]),
-            updated_at=now,
         )
         if not done:
-            return Notification.objects.get(pk=note.pk).state
+            return leases.state_of(OUTBOX, note.pk)
         note.state = Notification.FAILING
-        _change(note, "notification.failing", now, error=error[:500], retry_in=delay)
-        transaction.on_commit(lambda: _enqueue(note.pk, countdown=delay))
+        changes.record(
+            ChangeKind.NOTIFICATION_FAILING,
+            _subject(note),
+            at=now,
+            error=error[:500],
+            retry_in=delay,
+        )
+        leases.retry_on_commit(OUTBOX, note.pk, delay)
     return Notification.FAILING
 
 
@@ -136,24 +133,7 @@ def requeue_due_notifications(now: datetime, limit: int = 500) -> int:
     """Enqueue notifications left pending or failing past their time, and take back
     those sending past their lease (their worker died). Each is pushed later first, so
     a busy worker does not find a pile of copies."""
-    grace = timedelta(seconds=config()["queue_grace"])
-    unsent = (Notification.PENDING, Notification.FAILING, Notification.SENDING)
-    due = list(
-        Notification.objects.filter(state__in=unsent, due_at__lte=now)
-        .order_by("due_at")
-        .values_list("pk", "state")[:limit]
-    )
-    requeued = 0
-    for pk, state in due:
-        back = Notification.PENDING if state == Notification.SENDING else state
-        with transaction.atomic():
-            taken = Notification.objects.filter(pk=pk, state=state, due_at__lte=now).update(
-                state=back, due_at=now + grace, updated_at=now
-            )
-            if taken:
-                requeued += 1
-                transaction.on_commit(lambda pk=pk: _enqueue(pk))
-    return requeued
+    return leases.requeue_due(OUTBOX, now, grace=config()["queue_grace"], limit=limit)
 
 
 def do_retry_now(note: Notification, now: datetime) -> bool:
@@ -167,6 +147,6 @@ def do_retry_now(note: Notification, now: datetime) -> bool:
         if not done:
             return False
         note.refresh_from_db()
-        _change(note, "notification.retry", now)
+        changes.record(ChangeKind.NOTIFICATION_RETRY, _subject(note), at=now)
         transaction.on_commit(lambda: _enqueue(note.pk))
     return True

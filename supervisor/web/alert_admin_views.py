@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from supervisor.core import clock
 from supervisor.notify.channels import do_send_test
+from supervisor.notify.edits import do_save_channel, do_save_route, do_set_channel_enabled
 from supervisor.notify.models import Channel, Notification, Route
 from supervisor.notify.outbox import do_retry_now
 
@@ -53,7 +54,7 @@ def _channel_form_page(request, form: ChannelForm, channel: Channel | None = Non
 def channel_create(request):
     form = ChannelForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
-        channel = form.save()
+        channel = do_save_channel(form.save(commit=False), by=request.user)
         messages.success(request, f"Created the channel {channel.name} ({channel.masked()}).")
         return redirect("notify:admin-channels")
     return _channel_form_page(request, form)
@@ -65,7 +66,7 @@ def channel_edit(request, pk: int):
     channel = get_object_or_404(Channel, pk=pk)
     form = ChannelForm(request.POST if request.method == "POST" else None, instance=channel)
     if request.method == "POST" and form.is_valid():
-        channel = form.save()
+        channel = do_save_channel(form.save(commit=False), by=request.user)
         messages.success(request, f"Saved the channel {channel.name}.")
         return redirect("notify:admin-channels")
     return _channel_form_page(request, form, get_object_or_404(Channel, pk=pk))
@@ -76,7 +77,7 @@ def channel_edit(request, pk: int):
 def channel_enabled(request, pk: int):
     channel = get_object_or_404(Channel, pk=pk)
     enabled = request.POST.get("enabled") == "1"
-    Channel.objects.filter(pk=pk).update(enabled=enabled)
+    do_set_channel_enabled(channel, enabled, by=request.user)
     word = "enabled" if enabled else "disabled"
     messages.success(request, f"The channel {channel.name} is {word}.")
     return redirect("notify:admin-channels")
@@ -119,7 +120,7 @@ def _route_form_page(request, form: RouteForm, route: Route | None = None):
 def route_create(request):
     form = RouteForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
-        route = form.save()
+        route = do_save_route(form.save(commit=False), by=request.user)
         messages.success(request, f"Created {route}.")
         return redirect("notify:admin-routes")
     return _route_form_page(request, form)
@@ -131,7 +132,7 @@ def route_edit(request, pk: int):
     route = get_object_or_404(Route, pk=pk)
     form = RouteForm(request.POST if request.method == "POST" else None, instance=route)
     if request.method == "POST" and form.is_valid():
-        route = form.save()
+        route = do_save_route(form.save(commit=False), by=request.user)
         messages.success(request, f"Saved {route}.")
         return redirect("notify:admin-routes")
     return _route_form_page(request, form, route)

@@ -2,8 +2,8 @@
 
 It shows every action (requested, sent, succeeded, failed, retried), every flag change
 a person or a token made (evaluation's own openings and resolutions are not audit
-entries), and every admin change (users, sources and tokens, dead-letter replays);
-newest first, a page at a time by keyset, in two queries a page.
+entries), and every admin change (users, sources and tokens, alert channels and routes,
+dead-letter replays); newest first, a page at a time by keyset, in two queries a page.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ CATEGORIES = {
     "flags": Q(kind__startswith="flag.") & _BY_SOMEONE,
     "admin": Q(kind__startswith="user.")
     | Q(kind__startswith="source.")
+    | Q(kind__startswith="channel.")
+    | Q(kind__startswith="route.")
     | Q(kind__startswith="dead_letter.")
     | Q(kind__startswith="retention."),
 }
@@ -58,6 +60,12 @@ VERBS = {
     "source.revoked": "Revoked the token of source",
     "source.token_rotated": "Rotated the token of source",
     "source.connector": "Set the connector of source",
+    "channel.created": "Created alert channel",
+    "channel.edited": "Edited alert channel",
+    "channel.enabled": "Enabled alert channel",
+    "channel.disabled": "Disabled alert channel",
+    "route.created": "Created alert route",
+    "route.edited": "Edited alert route",
     "dead_letter.replayed": "Replayed dead letter",
     "dead_letter.replay_failed": "Could not replay dead letter",
     "retention.pruned": "Pruned what was past its retention:",
@@ -144,6 +152,22 @@ def entry(change: Change, task_pks: dict, can_administer: bool) -> dict:
             what.append(("text", f"to {payload.get('connector') or 'none'}", None))
         elif change.kind == "source.created":
             what.append(("text", f"with scopes {payload.get('scopes', '?')}", None))
+    elif family == "channel":
+        what.append(("text", verb, None))
+        subject()
+        if payload.get("target"):
+            what.append(("text", f"({payload['target']})", None))
+        if payload.get("previous"):
+            what.append(("text", f"(was {payload['previous']})", None))
+        if payload.get("changed"):
+            what.append(("text", f"changed: {', '.join(payload['changed'])}", None))
+    elif family == "route":
+        what.append(("text", verb, None))
+        subject()
+        if payload.get("changed"):
+            what.append(("text", f"changed: {', '.join(payload['changed'])}", None))
+        if change.kind == "route.created" or "enabled" in (payload.get("changed") or ()):
+            what.append(("text", "enabled" if payload.get("enabled") else "disabled", None))
     elif family == "dead_letter":
         what.append(("text", verb, None))
         url = None

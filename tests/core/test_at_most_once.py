@@ -14,7 +14,7 @@ from django.db import DatabaseError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from supervisor.core import actions, clock
+from supervisor.core import actions, changes, clock
 from supervisor.core.actions import ActionRefused, do_request_action
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, IngestedEvent, Task, Wake
@@ -145,9 +145,11 @@ def test_the_api_refuses_a_key_it_cannot_keep_with_a_400(client, receiver):
 # --- a failure at each step of perform -------------------------------------------------
 
 
-def fail_once(monkeypatch, name: str, error: Exception, when=lambda *a, **k: True) -> None:
-    """`actions.<name>` raises `error` the first time `when` holds for its arguments."""
-    real, failed = getattr(actions, name), []
+def fail_once(
+    monkeypatch, name: str, error: Exception, when=lambda *a, **k: True, module=actions
+) -> None:
+    """`<module>.<name>` raises `error` the first time `when` holds for its arguments."""
+    real, failed = getattr(module, name), []
 
     def failing(*args, **kwargs):
         if not failed and when(*args, **kwargs):
@@ -155,7 +157,7 @@ def fail_once(monkeypatch, name: str, error: Exception, when=lambda *a, **k: Tru
             raise error
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(actions, name, failing)
+    monkeypatch.setattr(module, name, failing)
 
 
 def at_claim(monkeypatch, receiver):
@@ -173,9 +175,10 @@ def after_the_receiver_took_it(monkeypatch, receiver):
 def recording_the_success(monkeypatch, receiver):
     fail_once(
         monkeypatch,
-        "_change",
+        "record",
         DatabaseError("the database went away"),
-        when=lambda action, kind, *a, **k: kind == "action.succeeded",
+        when=lambda kind, *a, **k: kind == "action.succeeded",
+        module=changes,
     )
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from supervisor.core.models import Source
+from supervisor.core.models import Change, Source
 from supervisor.core.sources import source_for_token
 
 pytestmark = pytest.mark.django_db
@@ -64,3 +64,11 @@ def test_a_connector_is_bound_with_its_settings():
     create("fleet", "--connector", "webhook", "--connector-settings", json.dumps(hook))
     source = Source.objects.get(name="fleet")
     assert (source.connector, source.connector_settings) == ("webhook", hook)
+
+
+def test_creating_a_source_is_in_the_change_log():
+    create("fleet", "--scopes", "ingest,act", "--namespace", "install")
+    change = Change.objects.get(kind="source.created")
+    assert (change.subject_type, change.subject_id) == ("source", "fleet")
+    assert change.payload["actor"] == "system" and change.payload["namespace"] == "install"
+    assert change.payload["scopes"] == "ingest,act"

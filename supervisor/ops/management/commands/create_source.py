@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.snapshot import DetectionSettings
-from supervisor.core.sources import ScopeError, check_connector, do_create_source
+from supervisor.core.sources import ScopeError, check_connector, do_add_source
 
 
 class Command(BaseCommand):
@@ -52,12 +52,11 @@ class Command(BaseCommand):
         except SettingsError as exc:
             raise CommandError(str(exc)) from None
         try:
-            source, token = do_create_source(name, namespace, scopes, settings=overrides)
+            source, token = do_add_source(
+                name, namespace, scopes, connector, bound, settings=overrides
+            )
         except ScopeError as exc:
             raise CommandError(str(exc)) from None
-        if connector:
-            source.connector, source.connector_settings = connector, bound
-            source.save(update_fields=["connector", "connector_settings"])
         self.stderr.write(
             f"Source {source.name!r} in namespace {source.namespace.name!r}, "
             f"scopes {source.scopes}, connector {source.connector or 'none'}. "
