@@ -4,7 +4,9 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 
 from supervisor.core.sources import do_create_source
@@ -56,7 +58,7 @@ class QuickPasswordHasher(PBKDF2PasswordHasher):
 
 
 @pytest.fixture(autouse=True)
-def _quick_password_hashes(request, settings):
+def _quick_password_hashes(request):
     """Passwords hashed in this process hash quickly, except in tests whose writes are
     committed (where an app process of its own may log in: it would re-hash them at its
     own strength on the first log-in, a write the test did not make)."""
@@ -67,11 +69,10 @@ def _quick_password_hashes(request, settings):
     if committed or {"transactional_db", "live_server"} & set(request.fixturenames):
         yield
         return
-    settings.PASSWORD_HASHERS = [
-        "tests.conftest.QuickPasswordHasher",
-        *settings.PASSWORD_HASHERS,
-    ]
-    yield
+    # Not pytest-django's `settings` fixture: some tests have a parameter of that name.
+    quick = ["tests.conftest.QuickPasswordHasher", *django_settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=quick):
+        yield
 
 
 @pytest.fixture(autouse=True)
