@@ -7,7 +7,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-.PHONY: run test lint bootstrap replay clean bench audit
+.PHONY: run test lint bootstrap replay clean bench audit screenshots
 
 bootstrap: $(VENV)/.synced
 
@@ -31,6 +31,12 @@ run: bootstrap
 # Tests keep their database, broker folder and keys apart from `make run`'s.
 test: bootstrap
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+# The README's pictures into docs/screenshots/ (Debian's Chromium; about six minutes, the
+# demo's included). tests/browser/screenshots.py is a generator: never part of `make test`.
+screenshots: bootstrap
+	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test SUPERVISOR_UPDATE_SCREENSHOTS=1 $(PY) -m pytest \
+		tests/browser/screenshots.py tests/browser/test_first_run.py
 
 # Issue 10's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
 # an hour and a half on two cores). `--baseline REV` adds a before/after column.

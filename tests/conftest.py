@@ -4,6 +4,9 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 
 from supervisor.core.connectors import register
@@ -50,6 +53,31 @@ def _flush_survives_deadlocks():
     flush.Command.handle = handle
     yield
     flush.Command.handle = original
+
+
+class QuickPasswordHasher(PBKDF2PasswordHasher):
+    """Django's PBKDF2 at 1,000 iterations instead of 1.5 million (~0.6 s of CPU a hash).
+    Its hashes name their iterations, so any process with the default hashers checks them."""
+
+    iterations = 1000
+
+
+@pytest.fixture(autouse=True)
+def _quick_password_hashes(request):
+    """Passwords hashed in this process hash quickly, except in tests whose writes are
+    committed (where an app process of its own may log in: it would re-hash them at its
+    own strength on the first log-in, a write the test did not make)."""
+    marker = request.node.get_closest_marker("django_db")
+    committed = marker is not None and (
+        marker.kwargs.get("transaction") or (marker.args and marker.args[0])
+    )
+    if committed or {"transactional_db", "live_server"} & set(request.fixturenames):
+        yield
+        return
+    # Not pytest-django's `settings` fixture: some tests have a parameter of that name.
+    quick = ["tests.conftest.QuickPasswordHasher", *django_settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=quick):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,9 @@
 """Screenshots of the overview, the task list and a task page, light and dark (1280×800).
 
-The pictures in docs/screenshots/ (shown in the README) are made by this test with
-SUPERVISOR_UPDATE_SCREENSHOTS=1; otherwise it takes them into a temporary folder and
-checks only that the pages render at that size, so a test run leaves the tree as it was.
+A generator, not a test: its name keeps it out of `make test`, and `make screenshots`
+runs it with SUPERVISOR_UPDATE_SCREENSHOTS=1 to write the pictures in docs/screenshots/
+(shown in the README). Run by hand without that variable, it takes them into a
+temporary folder and checks only that the pages render at that size.
 The data is seed000, posted through the API: the same tasks, texts and flags each time
 (only the times at which the flags opened and the source was last heard differ).
 """
