@@ -36,6 +36,17 @@ from supervisor.api.tasks import PAGE_SIZE, task_queryset
 from supervisor.core import action_outcomes, clock, ownership
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.flag_kinds import (
+    CANCEL,
+    CATALOGUE,
+    CONTINUE,
+    DELIVER,
+    KINDS,
+    RANK,
+    WARNING,
+    kind_of,
+    severity_of,
+)
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_subjects, load_for_task
 from supervisor.core.models import (
@@ -52,18 +63,14 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.roles import ADMIN
-from supervisor.core.rules import RULES
-from supervisor.core.rules import source_silent as source_silent_rule
 from supervisor.core.task_detail import describe_task
 from supervisor.notify.models import Channel
-from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
-from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
 from .problems import problem_of, problems_of
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
-FLAG_KINDS = tuple(sorted([rule.KIND for rule in RULES] + [source_silent_rule.KIND]))
+FLAG_KINDS = tuple(sorted(KINDS))
 FLAG_STATES = (("", "any state"), (Flag.OPEN, "open"), (Flag.RESOLVED, "resolved"))
 SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
 LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
@@ -109,7 +116,7 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
     evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
     return {
         "flag": flag,
-        "words": words_for(flag.kind),
+        "words": kind_of(flag.kind),
         "text": evidence.get("text") or "",
         "events": [e for e in evidence.get("events") or [] if e],
         "url": url,
@@ -160,7 +167,11 @@ def _needing_action(now: datetime) -> list[Task]:
     # would read the whole task table.
     known = Subquery(Task.objects.filter(pk=OuterRef("task_id")).values("known")[:1])
     rank = Case(
-        *[When(kind=kind, then=Value(RANK[level])) for kind, level in SEVERITY.items()],
+        *[
+            When(kind=kind, then=Value(RANK[entry.severity]))
+            for kind, entry in CATALOGUE.items()
+            if entry.severity != WARNING
+        ],
         default=Value(RANK[WARNING]),
     )
     latest = list(
@@ -253,7 +264,7 @@ def overview_context(can_act: bool) -> dict:
         "by_kind": [
             {
                 **row,
-                "words": words_for(row["kind"]),
+                "words": kind_of(row["kind"]),
                 "severity": severity_of(row["kind"]),
                 "query": urlencode({"flag": row["kind"]}),
             }
@@ -519,11 +530,11 @@ ACTION_LABELS = {
 
 
 def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = None) -> list[dict]:
-    """The actions the open flags call for (flag_words), each with the flags behind it;
+    """The actions the open flags call for (core.flag_kinds), each with the flags behind it;
     an action the task's state rules out carries why (`unfit`) and gets no button."""
     by_kind: dict[str, list[str]] = defaultdict(list)
     for flag in open_flags:
-        action = words_for(flag.kind).action
+        action = kind_of(flag.kind).action
         if action in ACTION_LABELS:
             by_kind[action].append(flag.kind)
     return [
@@ -541,7 +552,7 @@ def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = Non
 def _unfit_actions(task: Task, snap, view, open_flags: list[Flag]) -> dict[str, str]:
     """Why an action the open flags call for cannot be sent now: the task's state, or no
     connector that can."""
-    called = {words_for(flag.kind).action for flag in open_flags}
+    called = {kind_of(flag.kind).action for flag in open_flags}
     unfit = {}
     for kind in called & set(ACTION_LABELS):
         why = nothing_to_cancel(snap, view) if kind == CANCEL else None
