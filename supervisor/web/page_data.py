@@ -8,7 +8,7 @@ handful of queries, whatever the number of rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
@@ -63,7 +63,7 @@ from supervisor.core.models import (
     Wake,
 )
 from supervisor.core.roles import ADMIN
-from supervisor.core.task_detail import describe_task
+from supervisor.core.task_detail import describe_task, timeline
 from supervisor.notify.models import Channel
 
 from .problems import problem_of, problems_of
@@ -404,104 +404,12 @@ def task_row_context(task_pk: int) -> dict | None:
 
 @dataclass
 class Step:
-    """One line of a task's timeline, with why it belongs (or not) to the task."""
+    """One line of a thread's timeline."""
 
     at: datetime | None
     kind: str
     text: str
     subject: str = ""
-    owned: bool | None = None
-    why: str = ""
-    event_id: str | None = None
-    css: list[str] = field(default_factory=list)
-
-
-def run_reason(snap, task_view, run, owned: set[str]) -> str:
-    """Why a run of the child thread is (or is not) the task's, from its trigger."""
-    kind, ref = run.trigger_kind, run.trigger_ref
-    is_owned = run.id in owned
-    prefix = "owned: " if is_owned else "not owned: "
-    if task_view.follow_up_of is not None:
-        return f"not owned: this task follows up {task_view.follow_up_of} and owns no runs"
-    if kind == "delegation":
-        return prefix + ("first run" if ref == task_view.id else f"first run of task {ref}")
-    if kind == "background":
-        item = snap.items.get(ref or "")
-        why = f"woken by item {ref}"
-        if not is_owned and item is not None and item.awaited is False:
-            why += " (started with awaited: false)"
-        elif not is_owned:
-            why += " (not started by an owned run)"
-        return prefix + why
-    if kind == "wake":
-        wake = snap.wakes.get(ref or "")
-        why = f"woken by wake {ref}"
-        if wake is not None and wake.source_kind == "background":
-            why += f" (item {wake.source_item} finished)"
-            if wake.outcome == "updated":
-                why += ", a progress notice"
-        elif wake is not None and wake.source_kind == "task":
-            why += f" (task {wake.source_task} reported)"
-        elif wake is not None and wake.source_kind:
-            why += f" ({wake.source_kind})"
-        return prefix + why
-    if kind == "restart":
-        return prefix + f"restart of {ref}"
-    if kind == "message":
-        return prefix + "message-started follow-up"
-    if kind == "scheduled":
-        return prefix + "scheduled follow-up"
-    if kind is None:
-        return prefix + "trigger not known yet"
-    return prefix + f"{kind} trigger"
-
-
-def _timeline(snap, view, detail, actions) -> list[Step]:
-    owned = detail.owned_runs
-    runs = {r.id: r for r in detail.runs}
-    items = {i.id: i for i in detail.items}
-    wakes = {w.id: w for w in detail.wakes}
-    steps = []
-    for entry in detail.timeline:
-        step = Step(entry.at, entry.kind, entry.text, entry.subject, entry.owned)
-        step.event_id = entry.event_id
-        if entry.kind.startswith("run.") and entry.subject in runs:
-            step.why = run_reason(snap, view, runs[entry.subject], owned)
-        elif entry.kind.startswith("background.") and entry.subject in items:
-            item = items[entry.subject]
-            run_id = ownership.item_run_id(snap, item)
-            step.owned = run_id in owned if run_id else False
-            if item.awaited is False:
-                step.why = f"started by run {run_id or '?'} with awaited: false (not waited for)"
-            elif step.owned:
-                step.why = f"owned: started by owned run {run_id}"
-            else:
-                step.why = f"not owned: started by run {run_id or '(unknown)'}"
-        elif entry.kind.startswith("wake.") and entry.subject in wakes:
-            wake = wakes[entry.subject]
-            if wake.source_kind == "manual":
-                step.why = "delivery by hand (manual wake)"
-                step.css.append("delivery")
-            elif wake.thread is not None and wake.thread == view.parent_thread:
-                step.why = "to the parent"
-                step.css.append("to-parent")
-            elif wake.thread is not None and wake.thread == detail.task.child_thread:
-                step.why = "wakes the child"
-        steps.append(step)
-    for action in actions:
-        step = Step(
-            action.created_at,
-            f"action.{action.kind}",
-            f"{action.kind} asked by {action.actor_name or 'someone'}"
-            + (f" for run {action.run_id}" if action.run_id else "")
-            + (f": {action.reason}" if action.reason else ""),
-            str(action.pk),
-            why=f"{action.state}" + (f" ({action.last_error})" if action.last_error else ""),
-        )
-        step.css.append("action")
-        steps.append(step)
-    steps.sort(key=lambda s: (s.at or ownership.LATEST, s.event_id or ""))
-    return steps
 
 
 def _handed(snap, view, latest: str | None) -> list[dict]:
@@ -693,7 +601,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
-        "timeline": _timeline(snap, view, detail, actions),
+        "timeline": timeline(snap, detail, actions),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
         "suggested": _fit_to_state(
@@ -816,7 +724,7 @@ def thread_activity(thread: Thread) -> dict:
 
 
 def _run_owners(thread: Thread, runs: list[Run]) -> dict[str, dict]:
-    """run id -> {"owner": the Task owning it or None, "why": run_reason's words}."""
+    """run id -> {"owner": the Task owning it or None, "why": ownership's words}."""
     tasks = {t.task_id: t for t in Task.objects.filter(known=True, child_thread=thread)}
     if not tasks or not runs:
         return {}
@@ -836,7 +744,7 @@ def _run_owners(thread: Thread, runs: list[Run]) -> dict[str, dict]:
         judged = owner or first
         out[run.run_id] = {
             "owner": tasks[owner.id] if owner else None,
-            "why": run_reason(snap, judged, view, owned[judged.id]),
+            "why": ownership.owning(snap, judged, view).words,
         }
     return out
 
