@@ -11,15 +11,14 @@ on its own: the parent then holds the real answer, recorded as a manual wake.
 from __future__ import annotations
 
 from . import ownership
+from .flag_kinds import BY_DELIVERY, BY_REASON, BY_REPORT, answered_by, kind_of
 from .rules.failed_while_running import GAVE_UP, baseline
 from .snapshot import RunView, Snapshot, TaskView
 
 # Judged by the rules from what reached the parent: a recorded delivery resolves them.
-DELIVERY_KINDS = frozenset(
-    {"stale_result", "undelivered_result", "premature_completion", "never_delivered"}
-)
+DELIVERY_KINDS = answered_by(BY_DELIVERY)
 # About a failed report while the child went on, or on a passing fault.
-FAILURE_KINDS = frozenset({"failed_while_running", "transient_failure"})
+FAILURE_KINDS = answered_by(BY_REPORT)
 
 
 def later_results(snap: Snapshot, view: TaskView) -> list[RunView]:
@@ -75,7 +74,7 @@ def _judge(snap, view, kind: str, flag: str, run: str | None) -> tuple[str | Non
         )
     if kind == "cancel" and flag in FAILURE_KINDS:
         return "resolves when the orchestrator reports the task cancelled", ""
-    if flag == "duplicate_delegation":
+    if kind_of(flag).answered_by == BY_REASON:
         return None, "it records that the task was delegated twice: resolve it with a reason"
     return None, "this action does not answer it: the orchestrator's later events may"
 
@@ -102,7 +101,7 @@ def _judge_deliver(snap, view, flag: str, run: str | None) -> tuple[str | None, 
         if flag == "failed_while_running" and going:
             return None, f"the child's run {', '.join(going)} is still under way"
         return "resolved with the delivery: the parent then holds the child's later result", ""
-    if flag == "duplicate_delegation":
+    if kind_of(flag).answered_by == BY_REASON:
         return None, "it records that the task was delegated twice: resolve it with a reason"
     return None, "a delivery does not answer it: it is not about what the parent holds"
 

@@ -19,11 +19,11 @@ from django.db.models import Count, Min
 
 from . import clock
 from .evaluate import OUT_OF_DATE
+from .flag_kinds import KINDS
 from .models import Action, DeadLetter, Flag, Source, SweepFailure, Task, Thread
-from .rules import RULES, source_silent
 
 # Every kind of flag the contract has; each shows in supervisor_flags_open, 0 when none.
-FLAG_KINDS = tuple(rule.KIND for rule in RULES) + (source_silent.KIND,)
+FLAG_KINDS = KINDS
 
 
 @dataclass

@@ -119,30 +119,77 @@ def _owned_runs(snap: Snapshot, task: TaskView) -> tuple[RunView, ...]:
     while grew:  # each clause may depend on runs owned through another: to a fixed point
         grew = False
         for run in runs:
-            if run.id not in owned and _triggered_by_owned(snap, task, run, owned):
+            if run.id not in owned and _trigger(snap, task, run, owned).owned:
                 owned.add(run.id)
                 grew = True
     return tuple(run for run in runs if run.id in owned)
 
 
-def _triggered_by_owned(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> bool:
+@dataclass(frozen=True)
+class Owning:
+    """Whether a task owns a run, and why, in an operator's words."""
+
+    owned: bool
+    why: str  # "first run", "woken by item i1 (started with awaited: false)", ...
+
+    @property
+    def words(self) -> str:
+        return ("owned: " if self.owned else "not owned: ") + self.why
+
+
+def owning(snap: Snapshot, task: TaskView, run: RunView) -> Owning:
+    """Whether T owns `run` and why: the same clauses that decide `owned_runs`, read
+    once the owned runs are known."""
+    if task.follow_up_of is not None:
+        return Owning(False, f"this task follows up {task.follow_up_of} and owns no runs")
+    key = ("owned_run_ids", task.id)
+    if key not in snap.memo:
+        snap.memo[key] = frozenset(r.id for r in owned_runs(snap, task))
+    owned = snap.memo[key]
+    return Owning(run.id in owned, _trigger(snap, task, run, owned).why)
+
+
+def _trigger(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> Owning:
+    """Whether `run` was triggered by T's delegation or by a run in `owned`, and how."""
     kind, ref = run.trigger_kind, run.trigger_ref
     if kind == "delegation":
-        return ref == task.id
+        return Owning(ref == task.id, "first run" if ref == task.id else f"first run of task {ref}")
     if kind == "restart":
-        return ref in owned
+        return Owning(ref in owned, f"restart of {ref}")
     if kind == "background":
-        return _started_by_owned(snap, snap.items.get(ref or ""), owned)
+        item = snap.items.get(ref or "")
+        if _started_by_owned(snap, item, owned):
+            return Owning(True, f"woken by item {ref}")
+        if item is not None and item.awaited is False:
+            return Owning(False, f"woken by item {ref} (started with awaited: false)")
+        return Owning(False, f"woken by item {ref} (not started by an owned run)")
     if kind == "wake":
-        wake = snap.wakes.get(ref or "")
-        if wake is None:
-            return False
-        if wake.source_kind == "background" and wake.outcome != "updated":
-            return _started_by_owned(snap, snap.items.get(wake.source_item or ""), owned)
-        if wake.source_kind == "task":
-            source = snap.tasks.get(wake.source_task or "")
-            return source is not None and delegating_run_id(snap, source) in owned
-    return False
+        return _woken(snap, snap.wakes.get(ref or ""), ref, owned)
+    if kind == "message":
+        return Owning(False, "message-started follow-up")
+    if kind == "scheduled":
+        return Owning(False, "scheduled follow-up")
+    if kind is None:
+        return Owning(False, "trigger not known yet")
+    return Owning(False, f"{kind} trigger")
+
+
+def _woken(snap: Snapshot, wake: WakeView | None, ref: str | None, owned: set[str]) -> Owning:
+    why = f"woken by wake {ref}"
+    if wake is None:
+        return Owning(False, why)
+    if wake.source_kind == "background":
+        why += f" (item {wake.source_item} finished)"
+        if wake.outcome == "updated":  # a progress notice: the item goes on, it wakes no owner
+            return Owning(False, why + ", a progress notice")
+        return Owning(_started_by_owned(snap, snap.items.get(wake.source_item or ""), owned), why)
+    if wake.source_kind == "task":
+        source = snap.tasks.get(wake.source_task or "")
+        owns = source is not None and delegating_run_id(snap, source) in owned
+        return Owning(owns, why + f" (task {wake.source_task} reported)")
+    if wake.source_kind:
+        return Owning(False, why + f" ({wake.source_kind})")
+    return Owning(False, why)
 
 
 def _started_by_owned(snap: Snapshot, item: ItemView | None, owned: set[str]) -> bool:

@@ -13,22 +13,16 @@ from .snapshot import Snapshot, TaskView
 
 @dataclass
 class TimelineEntry:
+    """One line of a task's timeline, with why it belongs (or not) to the task."""
+
     at: datetime | None
-    kind: str  # report | run.requested | run.started | run.finished | background.* | wake.*
+    kind: str  # task.* | run.* | background.* | wake.* | action.*
     subject: str
     text: str = ""
-    owned: bool | None = None
+    owned: bool | None = None  # runs and background items: the task's or not
     event_id: str | None = None
-
-    def as_json(self) -> dict:
-        return {
-            "at": self.at,
-            "kind": self.kind,
-            "subject": self.subject,
-            "text": self.text,
-            "owned": self.owned,
-            "event_id": self.event_id,
-        }
+    why: str = ""
+    marks: list[str] = field(default_factory=list)  # delivery | to-parent | action
 
 
 @dataclass
@@ -43,7 +37,6 @@ class TaskDetail:
     runs: list = field(default_factory=list)
     items: list = field(default_factory=list)
     wakes: list = field(default_factory=list)
-    timeline: list[TimelineEntry] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {
@@ -142,7 +135,7 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
         ),
         key=lambda w: (w.queued_at or ownership.LATEST, w.id),
     )
-    detail = TaskDetail(
+    return TaskDetail(
         task=view,
         latest_result=latest,
         latest_result_run=latest_run.id if latest_run else None,
@@ -155,11 +148,13 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
         items=items,
         wakes=wakes,
     )
-    detail.timeline = _timeline(view, runs, items, wakes, owned)
-    return detail
 
 
-def _timeline(view: TaskView, runs, items, wakes, owned: set[str]) -> list[TimelineEntry]:
+def timeline(snap: Snapshot, detail: TaskDetail, actions=()) -> list[TimelineEntry]:
+    """The task's one timeline, in time order: its delegation and reports, its child's
+    runs and background items (the task's or not, and why), wakes, and the operator
+    `actions` asked on it (Action rows)."""
+    view = detail.task
     entries = [
         TimelineEntry(
             view.delegated_at, "task.delegated", view.id, view.title, event_id=view.delegated_event
@@ -170,10 +165,23 @@ def _timeline(view: TaskView, runs, items, wakes, owned: set[str]) -> list[Timel
         if r.summary:
             text += f": {r.summary}"
         entries.append(TimelineEntry(r.at, "task.reported", view.id, text, event_id=r.event_id))
-    for run in runs:
-        label = f"run {run.ordinal if run.ordinal is not None else '?'}"
-        is_owned = run.id in owned
-        trigger = run.trigger_kind or "unknown trigger"
+    for run in detail.runs:
+        entries += _run_entries(snap, view, run, detail.owned_runs)
+    for item in detail.items:
+        entries += _item_entries(snap, item, detail.owned_runs)
+    for wake in detail.wakes:
+        entries += _wake_entries(view, wake)
+    entries += [_action_entry(action) for action in actions]
+    return sorted(entries, key=lambda e: (e.at or ownership.LATEST, e.event_id or ""))
+
+
+def _run_entries(snap, view: TaskView, run, owned: set[str]) -> list[TimelineEntry]:
+    label = f"run {run.ordinal if run.ordinal is not None else '?'}"
+    is_owned = run.id in owned
+    why = ownership.owning(snap, view, run).words
+    trigger = run.trigger_kind or "unknown trigger"
+    return [
+        TimelineEntry(at, kind, run.id, text, is_owned, event, why)
         for at, kind, text, event in (
             (
                 run.requested_at,
@@ -188,51 +196,75 @@ def _timeline(view: TaskView, runs, items, wakes, owned: set[str]) -> list[Timel
                 f"{label} {run.status}: {run.summary or ''}".strip(),
                 run.finished_event,
             ),
-        ):
-            if event:
-                entries.append(TimelineEntry(at, kind, run.id, text, is_owned, event))
-    for item in items:
-        name = item.label or item.id
-        if item.started_event:
-            entries.append(
-                TimelineEntry(
-                    item.started_at,
-                    "background.started",
-                    item.id,
-                    f"{item.kind or 'item'} started: {name}",
-                    event_id=item.started_event,
-                )
+        )
+        if event
+    ]
+
+
+def _item_entries(snap, item, owned: set[str]) -> list[TimelineEntry]:
+    name = item.label or item.id
+    run_id = ownership.item_run_id(snap, item)
+    is_owned = run_id in owned if run_id else False
+    if item.awaited is False:
+        why = f"started by run {run_id or '?'} with awaited: false (not waited for)"
+    elif is_owned:
+        why = f"owned: started by owned run {run_id}"
+    else:
+        why = f"not owned: started by run {run_id or '(unknown)'}"
+    return [
+        TimelineEntry(at, kind, item.id, f"{item.kind or 'item'} {verb}: {name}", is_owned, e, why)
+        for at, kind, verb, e in (
+            (item.started_at, "background.started", "started", item.started_event),
+            (item.finished_at, "background.finished", "finished", item.finished_event),
+        )
+        if e
+    ]
+
+
+def _wake_entries(view: TaskView, wake) -> list[TimelineEntry]:
+    why, marks = "", []
+    if wake.source_kind == "manual":
+        why, marks = "delivery by hand (manual wake)", ["delivery"]
+    elif wake.thread is not None and wake.thread == view.parent_thread:
+        why, marks = "to the parent", ["to-parent"]
+    elif wake.thread is not None and wake.thread == view.child_thread:
+        why = "wakes the child"
+    entries = []
+    if wake.queued_event:
+        text = (
+            f"wake to {wake.thread} ({wake.source_kind}"
+            f"{', ' + wake.outcome if wake.outcome else ''}): {wake.summary or ''}".strip()
+        )
+        entries.append(
+            TimelineEntry(
+                wake.queued_at, "wake.queued", wake.id, text, None, wake.queued_event, why, marks
             )
-        if item.finished_event:
-            entries.append(
-                TimelineEntry(
-                    item.finished_at,
-                    "background.finished",
-                    item.id,
-                    f"{item.kind or 'item'} finished: {name}",
-                    event_id=item.finished_event,
-                )
+        )
+    if wake.delivered_event:
+        text = "delivered" + (f" into {wake.delivered_run}" if wake.delivered_run else "")
+        entries.append(
+            TimelineEntry(
+                wake.delivered_at,
+                "wake.delivered",
+                wake.id,
+                text,
+                None,
+                wake.delivered_event,
+                why,
+                list(marks),
             )
-    for wake in wakes:
-        if wake.queued_event:
-            entries.append(
-                TimelineEntry(
-                    wake.queued_at,
-                    "wake.queued",
-                    wake.id,
-                    f"wake to {wake.thread} ({wake.source_kind}"
-                    f"{', ' + wake.outcome if wake.outcome else ''}): {wake.summary or ''}".strip(),
-                    event_id=wake.queued_event,
-                )
-            )
-        if wake.delivered_event:
-            entries.append(
-                TimelineEntry(
-                    wake.delivered_at,
-                    "wake.delivered",
-                    wake.id,
-                    "delivered" + (f" into {wake.delivered_run}" if wake.delivered_run else ""),
-                    event_id=wake.delivered_event,
-                )
-            )
-    return sorted(entries, key=lambda e: (e.at or ownership.LATEST, e.event_id or ""))
+        )
+    return entries
+
+
+def _action_entry(action) -> TimelineEntry:
+    return TimelineEntry(
+        action.created_at,
+        f"action.{action.kind}",
+        str(action.pk),
+        f"{action.kind} asked by {action.actor_name or 'someone'}"
+        + (f" for run {action.run_id}" if action.run_id else "")
+        + (f": {action.reason}" if action.reason else ""),
+        why=f"{action.state}" + (f" ({action.last_error})" if action.last_error else ""),
+        marks=["action"],
+    )

@@ -11,13 +11,12 @@ from django.core import signing
 from django.urls import reverse
 
 from supervisor.core import ownership
+from supervisor.core.flag_kinds import CRITICAL, kind_of, severity_of
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag
 from supervisor.core.task_detail import describe_task
-from supervisor.web.flag_words import words_for
 
 from .redact import redact
-from .severity import CRITICAL, severity_of
 
 TEXT_LIMIT = 280  # characters of each text in a message; the page has them in full
 WORST = 5  # flags listed by name in a grouped message
@@ -68,7 +67,7 @@ def task_url(flag: Flag) -> str:
 
 
 def one_line(flag: Flag) -> str:
-    words = words_for(flag.kind)
+    words = kind_of(flag.kind)
     title = (flag.task.title or flag.task.task_id) if flag.task_id else flag.subject_id
     return f"[{severity_of(flag.kind)}] {words.title}: {title}"
 
@@ -87,7 +86,7 @@ def _texts(flag: Flag) -> tuple[str | None, str | None]:
 
 
 def for_flag(flag: Flag, lead: str = "") -> Message:
-    words = words_for(flag.kind)
+    words = kind_of(flag.kind)
     given, latest = _texts(flag)
     lines = [lead + one_line(flag), "", words.meaning]
     if flag.task_id:
@@ -112,7 +111,7 @@ def for_flags(flags: list[Flag], lead: str = "") -> Message:
     for flag in ordered[:WORST]:
         lines += [
             f"- {one_line(flag)}",
-            f"  Suggested: {words_for(flag.kind).advice}",
+            f"  Suggested: {kind_of(flag.kind).advice}",
             f"  Task: {task_url(flag)}",
             f"  Acknowledge or snooze: {ack_url(flag)}",
         ]

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from supervisor.core import flag_kinds
 from supervisor.core.models import Flag
 
 
@@ -47,7 +48,7 @@ class Route(models.Model):
     up: grouped within `group_window`, re-sent every `renotify_every` while open and
     unacknowledged, escalated to `escalate_to` after `escalate_after`."""
 
-    WARNING, CRITICAL = "warning", "critical"
+    WARNING, CRITICAL = flag_kinds.WARNING, flag_kinds.CRITICAL
 
     name = models.CharField(max_length=200, blank=True, default="")
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="routes")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from supervisor.core.flag_kinds import at_least
 from supervisor.core.models import Flag, Source, Task
 
 from .models import Route
-from .severity import at_least
 
 
 def routes_for(flag: Flag) -> list[Route]:

@@ -10,11 +10,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from supervisor.core import clock
+from supervisor.core.flag_kinds import kind_of
 from supervisor.core.flags import FlagActionError, do_acknowledge_flag, do_snooze_flag
 from supervisor.core.models import Flag
 from supervisor.notify.content import flag_from_token, task_url
-
-from .flag_words import words_for
 
 SNOOZES = {"1h": 1, "4h": 4, "24h": 24}
 
@@ -52,7 +51,7 @@ def flag_link(request, token: str):
         "notify/flag_link.html",
         {
             "flag": flag,
-            "words": words_for(flag.kind),
+            "words": kind_of(flag.kind),
             "task_url": task_url(flag),
             "done": done,
             "error": error,

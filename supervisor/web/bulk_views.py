@@ -31,10 +31,10 @@ from supervisor.core.bulk_flags import (
     open_flags_of,
     opened_since,
 )
+from supervisor.core.flag_kinds import titles
 from supervisor.core.flags import FlagActionError
 
 from . import page_data
-from .flag_words import titles
 from .page_data import SNOOZE_CHOICES
 from .views import can_act
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from supervisor.core.flag_kinds import kind_of
 from supervisor.core.models import Flag, Thread
 
 from . import page_data
-from .flag_words import words_for
 from .freshness import freshness
 
 
@@ -117,5 +117,5 @@ def flag_opened(flag_pk: int) -> str:
         url = reverse("web:overview")
     return _render(
         "web/_flag_opened.html",
-        {"flag": flag, "title": title, "url": url, "words": words_for(flag.kind)},
+        {"flag": flag, "title": title, "url": url, "words": kind_of(flag.kind)},
     )

@@ -8,7 +8,7 @@ handful of queries, whatever the number of rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
@@ -33,6 +33,17 @@ from django.urls import reverse
 from supervisor.core import action_outcomes, clock, ownership
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.flag_kinds import (
+    CANCEL,
+    CATALOGUE,
+    CONTINUE,
+    DELIVER,
+    KINDS,
+    RANK,
+    WARNING,
+    kind_of,
+    severity_of,
+)
 from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_subjects, load_for_task
 from supervisor.core.models import (
@@ -50,19 +61,15 @@ from supervisor.core.models import (
 )
 from supervisor.core.pagination import CursorError, decode, encode
 from supervisor.core.roles import ADMIN
-from supervisor.core.rules import RULES
-from supervisor.core.rules import source_silent as source_silent_rule
-from supervisor.core.task_detail import describe_task
+from supervisor.core.task_detail import describe_task, timeline
 from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
-from supervisor.notify.severity import RANK, SEVERITY, WARNING, severity_of
 
-from .flag_words import CANCEL, CONTINUE, DELIVER, words_for
 from .problems import problem_of, problems_of
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
-FLAG_KINDS = tuple(sorted([rule.KIND for rule in RULES] + [source_silent_rule.KIND]))
+FLAG_KINDS = tuple(sorted(KINDS))
 FLAG_STATES = (("", "any state"), (Flag.OPEN, "open"), (Flag.RESOLVED, "resolved"))
 SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
 LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
@@ -108,7 +115,7 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
     evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
     return {
         "flag": flag,
-        "words": words_for(flag.kind),
+        "words": kind_of(flag.kind),
         "text": evidence.get("text") or "",
         "events": [e for e in evidence.get("events") or [] if e],
         "url": url,
@@ -159,7 +166,11 @@ def _needing_action(now: datetime) -> list[Task]:
     # would read the whole task table.
     known = Subquery(Task.objects.filter(pk=OuterRef("task_id")).values("known")[:1])
     rank = Case(
-        *[When(kind=kind, then=Value(RANK[level])) for kind, level in SEVERITY.items()],
+        *[
+            When(kind=kind, then=Value(RANK[entry.severity]))
+            for kind, entry in CATALOGUE.items()
+            if entry.severity != WARNING
+        ],
         default=Value(RANK[WARNING]),
     )
     latest = list(
@@ -252,7 +263,7 @@ def overview_context(can_act: bool) -> dict:
         "by_kind": [
             {
                 **row,
-                "words": words_for(row["kind"]),
+                "words": kind_of(row["kind"]),
                 "severity": severity_of(row["kind"]),
                 "query": urlencode({"flag": row["kind"]}),
             }
@@ -392,104 +403,12 @@ def task_row_context(task_pk: int) -> dict | None:
 
 @dataclass
 class Step:
-    """One line of a task's timeline, with why it belongs (or not) to the task."""
+    """One line of a thread's timeline."""
 
     at: datetime | None
     kind: str
     text: str
     subject: str = ""
-    owned: bool | None = None
-    why: str = ""
-    event_id: str | None = None
-    css: list[str] = field(default_factory=list)
-
-
-def run_reason(snap, task_view, run, owned: set[str]) -> str:
-    """Why a run of the child thread is (or is not) the task's, from its trigger."""
-    kind, ref = run.trigger_kind, run.trigger_ref
-    is_owned = run.id in owned
-    prefix = "owned: " if is_owned else "not owned: "
-    if task_view.follow_up_of is not None:
-        return f"not owned: this task follows up {task_view.follow_up_of} and owns no runs"
-    if kind == "delegation":
-        return prefix + ("first run" if ref == task_view.id else f"first run of task {ref}")
-    if kind == "background":
-        item = snap.items.get(ref or "")
-        why = f"woken by item {ref}"
-        if not is_owned and item is not None and item.awaited is False:
-            why += " (started with awaited: false)"
-        elif not is_owned:
-            why += " (not started by an owned run)"
-        return prefix + why
-    if kind == "wake":
-        wake = snap.wakes.get(ref or "")
-        why = f"woken by wake {ref}"
-        if wake is not None and wake.source_kind == "background":
-            why += f" (item {wake.source_item} finished)"
-            if wake.outcome == "updated":
-                why += ", a progress notice"
-        elif wake is not None and wake.source_kind == "task":
-            why += f" (task {wake.source_task} reported)"
-        elif wake is not None and wake.source_kind:
-            why += f" ({wake.source_kind})"
-        return prefix + why
-    if kind == "restart":
-        return prefix + f"restart of {ref}"
-    if kind == "message":
-        return prefix + "message-started follow-up"
-    if kind == "scheduled":
-        return prefix + "scheduled follow-up"
-    if kind is None:
-        return prefix + "trigger not known yet"
-    return prefix + f"{kind} trigger"
-
-
-def _timeline(snap, view, detail, actions) -> list[Step]:
-    owned = detail.owned_runs
-    runs = {r.id: r for r in detail.runs}
-    items = {i.id: i for i in detail.items}
-    wakes = {w.id: w for w in detail.wakes}
-    steps = []
-    for entry in detail.timeline:
-        step = Step(entry.at, entry.kind, entry.text, entry.subject, entry.owned)
-        step.event_id = entry.event_id
-        if entry.kind.startswith("run.") and entry.subject in runs:
-            step.why = run_reason(snap, view, runs[entry.subject], owned)
-        elif entry.kind.startswith("background.") and entry.subject in items:
-            item = items[entry.subject]
-            run_id = ownership.item_run_id(snap, item)
-            step.owned = run_id in owned if run_id else False
-            if item.awaited is False:
-                step.why = f"started by run {run_id or '?'} with awaited: false (not waited for)"
-            elif step.owned:
-                step.why = f"owned: started by owned run {run_id}"
-            else:
-                step.why = f"not owned: started by run {run_id or '(unknown)'}"
-        elif entry.kind.startswith("wake.") and entry.subject in wakes:
-            wake = wakes[entry.subject]
-            if wake.source_kind == "manual":
-                step.why = "delivery by hand (manual wake)"
-                step.css.append("delivery")
-            elif wake.thread is not None and wake.thread == view.parent_thread:
-                step.why = "to the parent"
-                step.css.append("to-parent")
-            elif wake.thread is not None and wake.thread == detail.task.child_thread:
-                step.why = "wakes the child"
-        steps.append(step)
-    for action in actions:
-        step = Step(
-            action.created_at,
-            f"action.{action.kind}",
-            f"{action.kind} asked by {action.actor_name or 'someone'}"
-            + (f" for run {action.run_id}" if action.run_id else "")
-            + (f": {action.reason}" if action.reason else ""),
-            str(action.pk),
-            why=f"{action.state}" + (f" ({action.last_error})" if action.last_error else ""),
-        )
-        step.css.append("action")
-        steps.append(step)
-    steps.sort(key=lambda s: (s.at or ownership.LATEST, s.event_id or ""))
-    return steps
 
 
 def _handed(snap, view, latest: str | None) -> list[dict]:
@@ -518,11 +437,11 @@ ACTION_LABELS = {
 
 
 def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = None) -> list[dict]:
-    """The actions the open flags call for (flag_words), each with the flags behind it;
+    """The actions the open flags call for (core.flag_kinds), each with the flags behind it;
     an action the task's state rules out carries why (`unfit`) and gets no button."""
     by_kind: dict[str, list[str]] = defaultdict(list)
     for flag in open_flags:
-        action = words_for(flag.kind).action
+        action = kind_of(flag.kind).action
         if action in ACTION_LABELS:
             by_kind[action].append(flag.kind)
     return [
@@ -540,7 +459,7 @@ def suggested_actions(open_flags: list[Flag], unfit: dict[str, str] | None = Non
 def _unfit_actions(task: Task, snap, view, open_flags: list[Flag]) -> dict[str, str]:
     """Why an action the open flags call for cannot be sent now: the task's state, or no
     connector that can."""
-    called = {words_for(flag.kind).action for flag in open_flags}
+    called = {kind_of(flag.kind).action for flag in open_flags}
     unfit = {}
     for kind in called & set(ACTION_LABELS):
         why = nothing_to_cancel(snap, view) if kind == CANCEL else None
@@ -681,7 +600,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
-        "timeline": _timeline(snap, view, detail, actions),
+        "timeline": timeline(snap, detail, actions),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
         "suggested": _fit_to_state(
@@ -804,7 +723,7 @@ def thread_activity(thread: Thread) -> dict:
 
 
 def _run_owners(thread: Thread, runs: list[Run]) -> dict[str, dict]:
-    """run id -> {"owner": the Task owning it or None, "why": run_reason's words}."""
+    """run id -> {"owner": the Task owning it or None, "why": ownership's words}."""
     tasks = {t.task_id: t for t in Task.objects.filter(known=True, child_thread=thread)}
     if not tasks or not runs:
         return {}
@@ -824,7 +743,7 @@ def _run_owners(thread: Thread, runs: list[Run]) -> dict[str, dict]:
         judged = owner or first
         out[run.run_id] = {
             "owner": tasks[owner.id] if owner else None,
-            "why": run_reason(snap, judged, view, owned[judged.id]),
+            "why": ownership.owning(snap, judged, view).words,
         }
     return out
 

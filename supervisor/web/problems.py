@@ -14,21 +14,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from supervisor.core.flag_kinds import CANCEL, CONTINUE, DELIVER, RANK, FlagKind, kind_of
 from supervisor.core.models import Flag
-from supervisor.notify.severity import RANK, severity_of
-
-from .flag_words import CANCEL, CONTINUE, DELIVER, FlagWords, words_for
 
 # Among kinds of equal severity, which one heads the problem: the action that settles
-# most first, then the kind that says most about what the parent holds.
+# most first, then the kind that says most about what the parent holds (`tells`).
 ACTION_ORDER = {DELIVER: 0, CONTINUE: 1, CANCEL: 2}
-TELLING = ("stale_result", "never_delivered", "undelivered_result", "failed_while_running")
 
 
 @dataclass(frozen=True)
 class Facet:
     kind: str
-    words: FlagWords
+    words: FlagKind
     severity: str
     taken_up: bool  # acknowledged, or snoozed until later than now
 
@@ -61,7 +58,7 @@ def _order(facet: Facet) -> tuple:
         facet.taken_up,
         -RANK[facet.severity],
         ACTION_ORDER.get(facet.words.action, len(ACTION_ORDER)),
-        TELLING.index(facet.kind) if facet.kind in TELLING else len(TELLING),
+        (facet.words.tells is None, facet.words.tells or 0),
         facet.kind,
     )
 
@@ -75,7 +72,8 @@ def problem_of(flags: list[tuple[str, datetime | None, datetime | None]], now: d
         seen = facets.get(kind)
         # Two open flags of one kind (two subjects' worth) are one facet: open if either is.
         if seen is None or (seen.taken_up and not taken):
-            facets[kind] = Facet(kind, words_for(kind), severity_of(kind), taken)
+            entry = kind_of(kind)
+            facets[kind] = Facet(kind, entry, entry.severity, taken)
     if not facets:
         return None
     return Problem(tuple(sorted(facets.values(), key=_order)))

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
 from supervisor.core.bulk_flags import FLAG_ACTION_LABELS, do_bulk_flag_action
+from supervisor.core.flag_kinds import kind_of
 from supervisor.core.flags import (
     FlagActionError,
     do_acknowledge_flag,
@@ -28,7 +29,6 @@ from supervisor.core.flags import (
 from supervisor.core.models import Flag, Task, Thread
 
 from . import page_data
-from .flag_words import words_for
 from .freshness import freshness
 from .page_data import SNOOZE_CHOICES
 
@@ -117,7 +117,7 @@ def flag_action(request, pk: int):
     flag = get_object_or_404(Flag, pk=pk)
     action, now = request.POST.get("action"), clock.now()
     actor = f"user:{request.user.get_username()}"
-    named = f"“{words_for(flag.kind).title}”"
+    named = f"“{kind_of(flag.kind).title}”"
     try:
         if action == "acknowledge":
             do_acknowledge_flag(flag, now, by=request.user, actor=actor)
@@ -182,7 +182,7 @@ def problem_action(request, pk: int):
         if already:
             words += f" ({already} already {PROBLEM_DONE[verb].lower()})"
         for kind, why in outcome.refused:
-            words += f"; “{words_for(kind).title}” not: {why}"
+            words += f"; “{kind_of(kind).title}” not: {why}"
         messages.success(request, words + ".")
     return redirect("web:task-detail", pk=task.pk)
 

@@ -13,6 +13,7 @@ from supervisor.core.ownership import (
     normalized,
     open_delegated_tasks,
     owned_runs,
+    owning,
     reaching_wake,
     result_run,
     unfinished_owned_items,
@@ -211,6 +212,43 @@ def test_ownership_reaches_a_fixed_point_through_chained_links():
         run("r1", 1),
     )
     assert owned_ids(snap) == ["r1", "r2", "r3", "r4"]
+
+
+def reasons(snap, task_id=TASK):
+    view = snap.tasks[task_id]
+    return {r.id: owning(snap, view, r).words for r in snap.runs.values()}
+
+
+def test_ownership_answers_with_its_reason_for_every_run():
+    # The reason comes with the answer: what the page shows beside each run.
+    snap = snapshot(
+        task(),
+        run("r1", 1),
+        item("bg", awaited=False),
+        run("r2", 2, trigger=("background", "bg")),
+        item("mon", run="r1", started=15),
+        wake("w", to=CHILD, source=("background", "mon"), outcome="updated", queued=40),
+        run("r3", 3, trigger=("wake", "w"), requested=41),
+        run("r4", 4, trigger=("restart", "r1"), requested=50),
+        run("r5", 5, trigger=("message", None), requested=60),
+        run("r6", 6, trigger=(None, None), requested=70),
+    )
+    assert reasons(snap) == {
+        "r1": "owned: first run",
+        "r2": "not owned: woken by item bg (started with awaited: false)",
+        "r3": "not owned: woken by wake w (item mon finished), a progress notice",
+        "r4": "owned: restart of r1",
+        "r5": "not owned: message-started follow-up",
+        "r6": "not owned: trigger not known yet",
+    }
+    view = snap.tasks[TASK]
+    owned = {r.id for r in snap.runs.values() if owning(snap, view, r).owned}
+    assert owned == set(owned_ids(snap))
+
+
+def test_a_follow_up_owns_no_run_and_says_so():
+    snap = snapshot(task(follow_up_of="task:first"), run("r1", 1))
+    assert reasons(snap) == {"r1": "not owned: this task follows up task:first and owns no runs"}
 
 
 def test_follow_up_task_owns_no_runs():

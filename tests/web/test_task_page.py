@@ -3,9 +3,9 @@ their evidence and the suggested action, and htmx's partial."""
 
 import pytest
 
+from supervisor.core.flag_kinds import kind_of
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Task
-from supervisor.web.flag_words import words_for
 from tests.factories import at, task_events
 from tests.web.conftest import load_own
 
@@ -131,7 +131,7 @@ def test_a_flag_form_posts_with_htmx_and_without(client, acting, three_levels):
     )
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="task-live"')
-    assert f"Acknowledged “{words_for(flag.kind).title}”." in body
+    assert f"Acknowledged “{kind_of(flag.kind).title}”." in body
 
 
 def test_an_unknown_task_is_404(client, viewer):

@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from supervisor.core import clock
-from supervisor.web.flag_words import titles, words_for
+from supervisor.core.flag_kinds import kind_of, titles
 
 register = template.Library()
 
@@ -96,13 +96,13 @@ def thread_label(thread) -> str:
 def kind_chip(kind: str):
     """A flag kind in words, its code on hover."""
     return format_html(
-        '<span class="flag" title="{}">{}</span>', f"flag kind: {kind}", words_for(kind).title
+        '<span class="flag" title="{}">{}</span>', f"flag kind: {kind}", kind_of(kind).title
     )
 
 
 @register.filter
 def kind_title(kind: str) -> str:
-    return words_for(kind).title
+    return kind_of(kind).title
 
 
 @register.filter
