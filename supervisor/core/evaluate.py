@@ -203,7 +203,3 @@ def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) ->
             for pk, subject_id in rows.values_list("pk", key)
         ),
     )
-
-
-def evaluate_namespace(namespace_id: int, now: datetime) -> datetime | None:
-    return evaluate(namespace_id, now)

@@ -5,7 +5,7 @@ from urllib.parse import quote
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate_namespace
+from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
@@ -73,7 +73,7 @@ def replayed(source, name):
     scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if name in p.name))
     apply_events(source, scenario["events"])
     with clock.virtual_clock(clock.now()):
-        evaluate_namespace(source.namespace_id, clock.now())
+        evaluate(source.namespace_id, clock.now())
     return scenario
 
 
