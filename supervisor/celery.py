@@ -1,5 +1,4 @@
 import os
-from pathlib import Path
 
 from celery import Celery
 
@@ -8,8 +7,3 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
 app = Celery("supervisor")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["supervisor.core", "supervisor.connectors.t3code", "supervisor.notify"])
-
-# The filesystem broker needs its folders before the first message.
-for folder in (app.conf.broker_transport_options or {}).values():
-    if isinstance(folder, str) and "broker" in folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)

@@ -7,4 +7,8 @@ class CoreConfig(AppConfig):
     verbose_name = "Supervisor"
 
     def ready(self):
+        from supervisor import var_dir
+
         from . import checks  # noqa: F401  (registers the system checks)
+
+        var_dir.prepare()  # before anything opens the database or signs
