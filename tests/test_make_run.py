@@ -103,17 +103,17 @@ def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message
 ):
     settings.VAR_DIR = tmp_path
     out = io.StringIO()
-    up.Command(stdout=out)._ensure_operator()
+    up.Command(stdout=out)._ensure_first_login()
     message = out.getvalue()
     password = PASSWORD_LINE.search(message).group(1)
     path = tmp_path / "first-login-password"
     assert str(path) in message
     assert path.read_text().strip() == password
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert get_user_model().objects.get(username="operator").check_password(password)
+    assert get_user_model().objects.get(username=up.FIRST_LOGIN).check_password(password)
     # Once only: a second start neither makes a login nor rewrites the file.
     again = io.StringIO()
-    up.Command(stdout=again)._ensure_operator()
+    up.Command(stdout=again)._ensure_first_login()
     assert again.getvalue() == ""
     assert path.read_text().strip() == password
 

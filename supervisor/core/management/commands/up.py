@@ -1,4 +1,4 @@
-"""`make run`: migrate, make an operator login if there is none, then run the web server,
+"""`make run`: migrate, make the first login (admin) if there is none, then run the web server,
 a Celery worker, beat and, when no orchestrator is configured, the simulated fleet, in
 the foreground; Ctrl-C stops them all."""
 
@@ -29,6 +29,7 @@ DEMO_OUTAGE = "100:75"
 DEMO_OFF_REASON = "the demo fleet was switched off; its tasks are kept as history"
 # The first login's password, readable by its owner alone, for when the message scrolled away.
 FIRST_PASSWORD_FILE = "first-login-password"
+FIRST_LOGIN = "admin"  # the role it has: "operator" names only a role
 
 
 def web_command(python: str, host: str, port: int, access_log: bool = True) -> list[str]:
@@ -67,7 +68,7 @@ class Command(BaseCommand):
         self._demo_setting()  # a wrong value stops us before anything starts
         self.child_env: dict[str, dict[str, str]] = {}
         call_command("migrate", verbosity=0, interactive=False)
-        self._ensure_operator()
+        self._ensure_first_login()
         python = sys.executable
         # One line per request drowns the rest: off unless asked for.
         access_log = os.environ.get("SUPERVISOR_ACCESS_LOG", "").strip() == "1"
@@ -268,7 +269,7 @@ class Command(BaseCommand):
         )
         return command
 
-    def _ensure_operator(self):
+    def _ensure_first_login(self):
         User = get_user_model()
         if User.objects.exists():
             return
@@ -276,7 +277,7 @@ class Command(BaseCommand):
 
         password = secrets.token_urlsafe(12)
         # The admin role, not a superuser: what it may do is what the role says.
-        do_create_user("operator", ADMIN, password)
+        do_create_user(FIRST_LOGIN, ADMIN, password)
         # Also in a file, since the line scrolls away under the processes' logs.
         path = Path(settings.VAR_DIR) / FIRST_PASSWORD_FILE
         path.unlink(missing_ok=True)
@@ -284,6 +285,6 @@ class Command(BaseCommand):
         with os.fdopen(descriptor, "w") as file:
             file.write(password + "\n")
         self.stdout.write(
-            f"Created the first login: user 'operator' (admin role), password {password!r} "
+            f"Created the first login: user {FIRST_LOGIN!r} (admin role), password {password!r} "
             f"(also in {path}, readable by you alone)"
         )
