@@ -20,6 +20,13 @@ from kombu.utils.json import dumps
 
 
 class Channel(filesystem.Channel):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Made by the first process that opens the broker, not when settings are imported.
+        for folder in (self.data_folder_in, self.data_folder_out, self.processed_folder):
+            os.makedirs(folder, exist_ok=True)
+        self.control_folder.mkdir(parents=True, exist_ok=True)
+
     def _put(self, queue, payload, **kwargs):
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)

@@ -1,42 +1,71 @@
 """One env-driven settings file. With no environment set, everything is embedded:
-SQLite and Celery's filesystem broker under var/, the in-process channel layer."""
+SQLite and Celery's filesystem broker under var/, the in-process channel layer.
+
+Every variable is read through the env_* helpers below, which name the variable when
+its value is bad. Importing this file writes nothing: var/ and its secret key are made
+when a process starts (supervisor/core/var_dir.py), the broker folders when the broker is
+first opened (supervisor/broker.py)."""
 
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("SUPERVISOR_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 def env(name, default=""):
     """A setting from the environment, or from the file named by NAME_FILE (for secrets)."""
     path = os.environ.get(f"{name}_FILE")
     if path:
-        return Path(path).read_text().strip()
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE: cannot read {path!r} ({exc})") from exc
     return os.environ.get(name, default)
 
 
 def env_bool(name, default=False):
-    value = env(name, "")
+    value = env(name, "").strip().lower()
     if value == "":
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    if value not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(
+            f"{name}={value!r}: expected one of 1/true/yes/on, 0/false/no/off"
+        )
+    return value in _TRUE
+
+
+def _number(name, default, kind, what):
+    value = env(name, "").strip()
+    if not value:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected {what}") from None
 
 
 def env_int(name, default):
-    value = env(name, "")
-    return int(value) if value.strip() else default
+    return _number(name, default, int, "a whole number")
 
 
 def env_float(name, default):
-    value = env(name, "")
-    return float(value) if value.strip() else default
+    return _number(name, default, float, "a number")
 
 
 def env_list(name, default=""):
     return [part.strip() for part in env(name, default).split(",") if part.strip()]
+
+
+def env_path(name, default):
+    value = env(name, "").strip()
+    return Path(value) if value else Path(default)
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = env_path("SUPERVISOR_VAR_DIR", BASE_DIR / "var")
 
 
 def database_from_url(url):
@@ -83,16 +112,10 @@ def sqlite_database(path):
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env("SECRET_KEY", "")
-if not SECRET_KEY:
-    # Embedded default: a key made once per checkout and kept under var/.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        import secrets
-
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    SECRET_KEY = key_file.read_text().strip()
+# Embedded default: a key made once per checkout under var/ when a process starts
+# (supervisor/core/var_dir.py); read here once it exists.
+_key_file = VAR_DIR / "secret_key"
+SECRET_KEY = env("SECRET_KEY", "") or (_key_file.read_text().strip() if _key_file.exists() else "")
 
 PORT = env_int("PORT", 8000)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
@@ -108,11 +131,9 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
 # Behind a proxy that ends TLS: the header it sets, e.g. X-Forwarded-Proto.
-if env("SECURE_PROXY_SSL_HEADER"):
-    SECURE_PROXY_SSL_HEADER = (
-        "HTTP_" + env("SECURE_PROXY_SSL_HEADER").upper().replace("-", "_"),
-        "https",
-    )
+_proxy_header = env("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
 # The reverse proxies in front, for the client's address (the failed-log-in limit):
 # how many there are, or their addresses and networks; unset, X-Forwarded-For is ignored
 # (supervisor/client_address.py).
@@ -192,7 +213,9 @@ if DATABASE_URL:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
 else:
     DATABASES = {
-        "default": sqlite_database(env("SUPERVISOR_SQLITE_PATH") or VAR_DIR / "supervisor.sqlite3")
+        "default": sqlite_database(
+            env_path("SUPERVISOR_SQLITE_PATH", VAR_DIR / "supervisor.sqlite3")
+        )
     }
     # A file, not memory: tests start real workers and servers that must share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
@@ -213,8 +236,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = VAR_DIR / "static"  # made with var/ (WhiteNoise warns when it is missing)
 # Served by WhiteNoise straight from static/, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
 
@@ -244,9 +266,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Celery's scheduler, but an entry with nothing to do (no T3 source to follow) is not sent.
 CELERY_BEAT_SCHEDULER = "supervisor.beat:Scheduler"
 # Time-based flags open within one interval of their time; lost evaluations are redone.
-SUPERVISOR_SWEEP_INTERVAL = float(env("SUPERVISOR_SWEEP_INTERVAL", "5"))
+SUPERVISOR_SWEEP_INTERVAL = env_float("SUPERVISOR_SWEEP_INTERVAL", 5.0)
 # How often the T3 Code sources' state databases are read for new rows.
-SUPERVISOR_T3_FOLLOW_INTERVAL = float(env("SUPERVISOR_T3_FOLLOW_INTERVAL", "1"))
+SUPERVISOR_T3_FOLLOW_INTERVAL = env_float("SUPERVISOR_T3_FOLLOW_INTERVAL", 1.0)
 CELERY_BEAT_SCHEDULE = {
     # A sweep not started within its interval is dropped: the next one does its work,
     # and a busy worker does not pile sweeps up.

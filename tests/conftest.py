@@ -122,5 +122,5 @@ def source(db):
 
 
 @pytest.fixture
-def operator(db, django_user_model):
+def user(db, django_user_model):
     return django_user_model.objects.create_user("op", password="pw-for-tests")

@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-PASSWORD_LINE = re.compile(r"user 'operator' \(admin role\), password '([^']+)'")
+PASSWORD_LINE = re.compile(r"user 'admin' \(admin role\), password '([^']+)'")
 DATABASE = "supervisor_make_run"
 BROKER_DB, CHANNEL_DB = 13, 12  # the tests use 15 and 14
 

@@ -107,7 +107,7 @@ def test_the_first_password_is_also_written_to_a_file_under_var_that_the_message
     assert str(path) in message
     assert path.read_text().strip() == password
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert get_user_model().objects.get(username="operator").check_password(password)
+    assert get_user_model().objects.get(username=startup.FIRST_LOGIN).check_password(password)
     # Once only: a second start neither makes a login nor rewrites the file.
     assert startup.ensure_first_login() is None
     assert path.read_text().strip() == password

@@ -5,3 +5,8 @@ class CoreConfig(AppConfig):
     name = "supervisor.core"
     label = "core"
     verbose_name = "Supervisor"
+
+    def ready(self):
+        from . import var_dir
+
+        var_dir.prepare()  # before anything opens the database or signs

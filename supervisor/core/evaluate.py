@@ -3,7 +3,7 @@
 `evaluate(namespace, now)` judges a whole namespace (replay does this);
 `evaluate(namespace, now, tasks=…, threads=…)` judges what those touched subjects can
 affect, which is what the service does after each batch and on each sweep. Both write
-through the `do_*` flag actions, and never on top of a newer evaluation.
+through the `do_*` flag writers (flags.py), and never on top of a newer evaluation.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def reconcile(
     because=None,
 ) -> None:
     """Open what is wanted and not open, resolve what is open and not wanted, for these
-    subjects (and kinds): compare-and-swap writes through the do_* flag actions.
+    subjects (and kinds): compare-and-swap writes through the do_* flag writers.
     `because((subject type, subject id, kind))` says what resolved a flag."""
     flags = Flag.objects.filter(_subject_filter(subjects), namespace_id=namespace_id)
     if kinds is not None:
@@ -203,7 +203,3 @@ def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) ->
             for pk, subject_id in rows.values_list("pk", key)
         ),
     )
-
-
-def evaluate_namespace(namespace_id: int, now: datetime) -> datetime | None:
-    return evaluate(namespace_id, now)

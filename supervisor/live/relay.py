@@ -46,10 +46,6 @@ class ChangeRelay:
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._task = loop.create_task(self._run(), name="supervisor-change-relay")
 
-    async def start_from(self, change_id: int) -> None:
-        if self.last_id is None:
-            self.last_id = change_id
-
     async def _run(self) -> None:
         # Logged so that a relay that died and was started again shows (once per process).
         log.info("change relay: started")

@@ -34,6 +34,7 @@ DEMO_OUTAGE = "100:75"
 DEMO_OFF_REASON = "the demo fleet was switched off; its tasks are kept as history"
 # The first login's password, readable by its owner alone, for when the message scrolled away.
 FIRST_PASSWORD_FILE = "first-login-password"
+FIRST_LOGIN = "admin"  # the role it has: "operator" names only a role
 
 
 class StartupError(ValueError):
@@ -47,18 +48,18 @@ class FirstLogin:
 
     def notice(self) -> str:
         return (
-            f"Created the first login: user 'operator' (admin role), password "
+            f"Created the first login: user {FIRST_LOGIN!r} (admin role), password "
             f"{self.password!r} (also in {self.path}, readable by you alone)"
         )
 
 
 def ensure_first_login() -> FirstLogin | None:
-    """Make the `operator` login (admin role) when there is no login at all."""
+    """Make the first login, `admin` (admin role), when there is no login at all."""
     if get_user_model().objects.exists():
         return None
     password = secrets.token_urlsafe(12)
     # The admin role, not a superuser: what it may do is what the role says.
-    do_create_user("operator", ADMIN, password)
+    do_create_user(FIRST_LOGIN, ADMIN, password)
     # Also in a file, since the line scrolls away under the processes' logs.
     path = Path(settings.VAR_DIR) / FIRST_PASSWORD_FILE
     path.unlink(missing_ok=True)

@@ -56,11 +56,6 @@ def task_row(task_pk: int) -> str | None:
     return _render("web/task_list.html#row", context)
 
 
-def new_task_notice(count: int) -> str:
-    """`<p id="new-tasks">`: "N new tasks — show" on the list (hidden when N is 0)."""
-    return _render("web/task_list.html#new_tasks", {"count": max(0, int(count))})
-
-
 def task_detail(task_pk: int, can_act: bool) -> list[str]:
     """The task page's parts: header (status), results (given vs latest, with the diff),
     actions (suggested ones and their outcomes), flags (with action forms when

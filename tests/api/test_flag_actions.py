@@ -148,16 +148,16 @@ def test_acting_anonymously_is_401(client, flag):
     assert act(client, flag, action="acknowledge").status_code == 401
 
 
-def test_a_logged_in_viewer_may_not_act(client, operator, flag):
-    client.force_login(operator)
+def test_a_logged_in_viewer_may_not_act(client, user, flag):
+    client.force_login(user)
     response = act(client, flag, action="acknowledge")
     assert response.status_code == 403
 
 
-def test_a_logged_in_operator_acts_with_the_csrf_token(operator, flag):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
+def test_a_logged_in_operator_acts_with_the_csrf_token(user, flag):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
     client = Client(enforce_csrf_checks=True)
-    client.force_login(operator)
+    client.force_login(user)
     assert act(client, flag, action="acknowledge").status_code == 403  # no CSRF token
     client.get("/")  # sets the CSRF cookie
     token = client.cookies["csrftoken"].value

@@ -109,8 +109,8 @@ def test_an_unknown_token_is_401(client, scraper):
     assert scrape(client, scraper + "x").status_code == 401
 
 
-def test_a_logged_in_session_is_not_enough(client, operator):
-    client.force_login(operator)
+def test_a_logged_in_session_is_not_enough(client, user):
+    client.force_login(user)
     assert client.get(URL).status_code == 401
 
 

@@ -5,7 +5,7 @@ from urllib.parse import quote
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate_namespace
+from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
@@ -27,9 +27,9 @@ def test_a_token_without_read_scope_is_403(client):
     assert get(client, "/api/v1/tasks", token).status_code == 403
 
 
-def test_a_logged_in_operator_reads_with_the_session(client, operator, source):
+def test_a_logged_in_operator_reads_with_the_session(client, user, source):
     make_tasks(source, 1)
-    client.force_login(operator)
+    client.force_login(user)
     assert [t["id"] for t in client.get("/api/v1/tasks").json()["items"]] == ["task:t0"]
 
 
@@ -73,7 +73,7 @@ def replayed(source, name):
     scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if name in p.name))
     apply_events(source, scenario["events"])
     with clock.virtual_clock(clock.now()):
-        evaluate_namespace(source.namespace_id, clock.now())
+        evaluate(source.namespace_id, clock.now())
     return scenario
 
 
@@ -109,13 +109,13 @@ def test_an_unknown_task_is_404(client, source):
     assert get(client, "/api/v1/tasks/nope", source.token).status_code == 404
 
 
-def test_an_id_in_two_namespaces_needs_the_namespace(client, source, operator):
+def test_an_id_in_two_namespaces_needs_the_namespace(client, source, user):
     # A session sees every namespace, so it must choose; a token sees only its own.
     make_tasks(source, 1)
     other, _ = do_create_source("other")
     make_tasks(other, 1)
     assert get(client, "/api/v1/tasks/task:t0", source.token).json()["namespace"] == "orchestrator"
-    client.force_login(operator)
+    client.force_login(user)
     response = client.get("/api/v1/tasks/task:t0")
     assert response.status_code == 409
     assert "orchestrator" in response.json()["error"] and "other" in response.json()["error"]

@@ -99,8 +99,8 @@ def test_an_act_token_acts_on_its_own_namespaces_flag(client, theirs):
     assert response.status_code == 200
 
 
-def test_a_session_reads_every_namespace(client, operator, theirs, mine):
-    client.force_login(operator)
+def test_a_session_reads_every_namespace(client, user, theirs, mine):
+    client.force_login(user)
     ids = {t["id"] for t in client.get("/api/v1/tasks").json()["items"]}
     assert {"task:own0", "task:secret0", "task:secret1"} <= ids
     assert client.get("/api/v1/flags").json()["items"]

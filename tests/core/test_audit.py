@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from supervisor.core.audit import AuditReport, TaskRef, audit
-from supervisor.core.evaluate import evaluate_namespace
+from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
 from supervisor.core.sources import do_create_source
@@ -193,9 +193,9 @@ def audited(source):
     events = history()
     late = [event for event in events if event["id"] == "D-w2"]
     apply_events(source, [event for event in reversed(events) if event not in late])
-    evaluate_namespace(source.namespace_id, seconds_after_base(4000 + 300))
+    evaluate(source.namespace_id, seconds_after_base(4000 + 300))
     apply_events(source, late)
-    evaluate_namespace(source.namespace_id, seconds_after_base(14_000))
+    evaluate(source.namespace_id, seconds_after_base(14_000))
     return source
 
 

@@ -349,7 +349,7 @@ def flag_rows() -> list:
     return sorted(Flag.objects.values_list("pk", "kind", "subject_id", "state", "suppressed"))
 
 
-def test_resending_pruned_events_changes_nothing_and_reopens_no_flag(source, operator):
+def test_resending_pruned_events_changes_nothing_and_reopens_no_flag(source, user):
     """Seed 000 to its end, one flag resolved by hand, then everything past retention
     pruned and the whole scenario sent again (a T3 re-import does exactly this)."""
     scenario = load_scenario(STALE)
@@ -357,7 +357,7 @@ def test_resending_pruned_events_changes_nothing_and_reopens_no_flag(source, ope
     first = apply_events(source, scenario["events"])
     evaluate(source.namespace_id, until)
     flag = Flag.objects.filter(state=Flag.OPEN).order_by("pk").first()
-    do_resolve_flag_by_hand(flag, until, reason="seen to", by=operator, actor="user:op")
+    do_resolve_flag_by_hand(flag, until, reason="seen to", by=user, actor="user:op")
     mirror, flags = mirror_rows(), flag_rows()
     source.refresh_from_db()
     accepted = source.events_accepted

@@ -110,7 +110,7 @@ def test_create_user_refuses_an_unknown_role():
 
 def test_the_first_login_is_an_admin(django_user_model, capsys):
     ensure_first_login()
-    user = django_user_model.objects.get(username="operator")
+    user = django_user_model.objects.get(username="admin")
     assert role_of(user) == "admin" and not user.is_superuser
     assert user.has_perm("core.act") and user.has_perm("core.administer")
 

@@ -31,8 +31,8 @@ def session_cookie(user) -> tuple[bytes, bytes]:
 
 
 @pytest.fixture
-def cookie(operator):
-    return session_cookie(operator)
+def cookie(user):
+    return session_cookie(user)
 
 
 def socket(path="/ws/live/?view=list", headers=(ORIGIN,)):
@@ -114,10 +114,10 @@ async def test_a_flag_opened_by_a_celery_worker_reaches_a_subscribed_socket(cook
     await communicator.disconnect()
 
 
-async def test_an_operator_socket_gets_the_action_forms(operator, source):
+async def test_an_operator_socket_gets_the_action_forms(user, source):
     permission = await sync_to_async(Permission.objects.get)(codename="act")
-    await sync_to_async(operator.user_permissions.add)(permission)
-    cookie = await sync_to_async(session_cookie)(operator)
+    await sync_to_async(user.user_permissions.add)(permission)
+    cookie = await sync_to_async(session_cookie)(user)
     await sync_to_async(apply_events)(source, SEED000)
     await sync_to_async(evaluate)(source.namespace_id, clock.now())
     task = await sync_to_async(Task.objects.get)(task_id__endswith="retry-port")

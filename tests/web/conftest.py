@@ -16,15 +16,15 @@ OWN_SCENARIOS = Path(__file__).parent.parent / "scenarios"
 
 
 @pytest.fixture
-def viewer(operator):
-    """A logged-in user without the act permission (the `operator` fixture's user)."""
-    return operator
+def viewer(user):
+    """A logged-in user without the act permission (the `user` fixture)."""
+    return user
 
 
 @pytest.fixture
-def acting(operator):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
-    return operator
+def acting(user):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    return user
 
 
 def load_own(source, name: str) -> dict:

@@ -47,9 +47,9 @@ def fleet(db, receiver):
 
 
 @pytest.fixture
-def operator_client(client, operator):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
-    client.force_login(operator)
+def operator_client(client, user):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    client.force_login(user)
     return client
 
 
@@ -86,8 +86,8 @@ def test_a_finished_task_is_never_offered_cancel(operator_client, fleet):
     assert "nothing to cancel" in preview and 'name="key"' not in preview
 
 
-def test_a_viewer_sees_no_action_and_may_not_preview(client, operator, fleet):
-    client.force_login(operator)
+def test_a_viewer_sees_no_action_and_may_not_preview(client, user, fleet):
+    client.force_login(user)
     task = fleet[STALE]
     html = client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
     assert "suggested-action" not in html and "may look but not act" in html

@@ -60,9 +60,9 @@ def played(source, scenario, events=None) -> datetime:
 
 
 @pytest.fixture
-def operator_client(client, operator):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
-    client.force_login(operator)
+def operator_client(client, user):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    client.force_login(user)
     return client
 
 
@@ -163,12 +163,12 @@ def test_a_flag_the_rules_resolve_after_a_delivery_says_what_resolved_it(
     assert "Resolved: the delivery by hand of run" in flags
 
 
-def test_a_flag_resolved_by_hand_says_by_whom_and_why(db, operator, operator_client):
+def test_a_flag_resolved_by_hand_says_by_whom_and_why(db, user, operator_client):
     source = source_with("simulator")
     played(source, SEED002)
     task = Task.objects.get(task_id=TRANSIENT)
     flag = task.flags.get(kind="orphan_wake")
-    do_resolve_flag_by_hand(flag, clock.now(), reason="the parent read it", by=operator)
+    do_resolve_flag_by_hand(flag, clock.now(), reason="the parent read it", by=user)
     flags = part(page(operator_client, task), 'id="flags"', "</section>")
     assert "Resolved by hand by op: the parent read it" in flags
 

@@ -42,9 +42,9 @@ def source(db, receiver):
 
 
 @pytest.fixture
-def operator_client(client, operator):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
-    client.force_login(operator)
+def operator_client(client, user):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    client.force_login(user)
     return client
 
 

@@ -19,8 +19,8 @@ def test_a_large_or_odd_count_draws_a_bounded_badge():
     assert count_from("-3") == count_from("１２") == count_from("9" * 40) == count_from("x") == 0
 
 
-def test_pages_link_the_icon_with_their_count(client, operator, three_levels):
-    client.force_login(operator)
+def test_pages_link_the_icon_with_their_count(client, user, three_levels):
+    client.force_login(user)
     html = client.get("/").content.decode()
     assert 'id="favicon" type="image/svg+xml" href="/favicon.svg?n=3"' in html
 

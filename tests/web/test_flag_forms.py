@@ -22,9 +22,9 @@ def flagged(source):
 
 
 @pytest.fixture
-def acting(operator):
-    operator.user_permissions.add(Permission.objects.get(codename="act"))
-    return operator
+def acting(user):
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    return user
 
 
 def test_the_task_page_offers_the_flag_actions_to_an_operator(client, acting, flagged):
@@ -36,8 +36,8 @@ def test_the_task_page_offers_the_flag_actions_to_an_operator(client, acting, fl
     assert f'<label for="reason-{flagged.pk}">Reason</label>' in html
 
 
-def test_a_viewer_sees_the_flag_but_no_actions(client, operator, flagged):
-    client.force_login(operator)
+def test_a_viewer_sees_the_flag_but_no_actions(client, user, flagged):
+    client.force_login(user)
     html = client.get(f"/tasks/{flagged.task.pk}/").content.decode()
     assert "dispatch_lag" in html and "Acknowledge" not in html
 
@@ -68,8 +68,8 @@ def test_resolving_from_the_page_needs_a_reason(client, acting, flagged):
     assert flagged.state == "resolved" and flagged.resolve_reason == "expected lag"
 
 
-def test_a_viewer_may_not_post_a_flag_action(client, operator, flagged):
-    client.force_login(operator)
+def test_a_viewer_may_not_post_a_flag_action(client, user, flagged):
+    client.force_login(user)
     assert client.post(f"/flags/{flagged.pk}/", {"action": "acknowledge"}).status_code == 403
 
 
@@ -81,7 +81,7 @@ def test_flag_forms_need_the_csrf_token(acting, flagged):
     assert flagged.acknowledged_at is None
 
 
-def test_the_list_shows_each_sources_data_as_of(client, operator, flagged, source):
-    client.force_login(operator)
+def test_the_list_shows_each_sources_data_as_of(client, user, flagged, source):
+    client.force_login(user)
     html = client.get("/").content.decode()
     assert "Data as of:" in html and f"<strong>{source.name}</strong>" in html

@@ -83,20 +83,13 @@ def test_thread_parts_are_the_pages_partials(client, viewer, three_levels):
 def test_a_frame_puts_rows_first_and_ends_with_the_cursor_and_count(source, silent_source):
     make_tasks(source, 1)
     row = fragments.task_row(Task.objects.get().pk)
-    notice = fragments.new_task_notice(2)
-    message = fragments.frame(42, [notice, row])
+    alerts = fragments.overview(can_act=False)[0]  # a part that is not a row, given first
+    message = fragments.frame(42, [alerts, row])
     assert message.startswith("<tr ")
-    assert message.index("<tr ") < message.index('id="new-tasks"')
+    assert message.index("<tr ") < message.index('id="overview-alerts"')
     assert '<div id="live-cursor" data-change="42" hx-swap-oob="true" hidden></div>' in message
     count = Flag.objects.filter(state="open").count()
     assert f'<span id="open-flag-count" data-count="{count}" hidden hx-swap-oob="true">' in message
-
-
-def test_the_new_task_notice_says_how_many(db):
-    notice = fragments.new_task_notice(3)
-    assert notice.startswith('<p id="new-tasks" class="new-tasks" hx-swap-oob="true">')
-    assert "3 new tasks" in notice and 'href="/tasks/"' in notice
-    assert " hidden" in fragments.new_task_notice(0).split(">", 1)[0]
 
 
 def test_flag_opened_names_the_task_and_its_page(three_levels):

@@ -60,7 +60,7 @@ def test_tasks_needing_action_come_most_severe_first_then_longest_waiting(client
 
 
 def test_acknowledged_and_snoozed_flags_leave_the_counts_and_are_shown_apart(
-    client, viewer, operator, source
+    client, viewer, user, source
 ):
     make_tasks(source, 3)
     now = clock.now()
@@ -71,7 +71,7 @@ def test_acknowledged_and_snoozed_flags_leave_the_counts_and_are_shown_apart(
         for n in range(3)
     ]
     assert open_flag_count() == 3
-    do_acknowledge_flag(flags[0], now, by=operator)
+    do_acknowledge_flag(flags[0], now, by=user)
     do_snooze_flag(flags[1], now + timedelta(hours=4), now)
 
     assert open_flag_count() == 1  # the tab title's count
@@ -81,7 +81,7 @@ def test_acknowledged_and_snoozed_flags_leave_the_counts_and_are_shown_apart(
     needing = needing_part(html)
     assert "Task 2" in needing and "Task 0" not in needing and "Task 1" not in needing
     taken = html[html.index('id="taken-up-h"') :]
-    assert f"acknowledged by {operator.get_username()}" in taken
+    assert f"acknowledged by {user.get_username()}" in taken
     assert "snoozed until" in taken
 
     # When the snooze runs out the flag needs attention again.

@@ -22,29 +22,29 @@ def test_the_login_page_is_served_with_labelled_fields(client):
     assert '<label for="id_username">' in html and '<label for="id_password">' in html
 
 
-def test_logging_in_leads_to_the_overview(client, operator):
+def test_logging_in_leads_to_the_overview(client, user):
     response = client.post("/login/", {"username": "op", "password": "pw-for-tests"}, follow=True)
     assert response.redirect_chain[-1][0] == "/"
     assert response.templates[0].name == "web/overview.html"
 
 
-def test_the_list_shows_tasks_newest_first(client, operator, source):
+def test_the_list_shows_tasks_newest_first(client, user, source):
     make_tasks(source, 3)
-    client.force_login(operator)
+    client.force_login(user)
     html = client.get("/tasks/").content.decode()
     assert html.index("Task 2") < html.index("Task 1") < html.index("Task 0")
 
 
-def test_the_list_filters_by_search(client, operator, source):
+def test_the_list_filters_by_search(client, user, source):
     make_tasks(source, 3)
-    client.force_login(operator)
+    client.force_login(user)
     html = client.get("/tasks/?q=task:t1").content.decode()
     assert "Task 1" in html and "Task 2" not in html
 
 
-def test_an_htmx_request_gets_the_rows_partial_alone(client, operator, source):
+def test_an_htmx_request_gets_the_rows_partial_alone(client, user, source):
     make_tasks(source, 1)
-    client.force_login(operator)
+    client.force_login(user)
     html = client.get("/tasks/", headers={"HX-Request": "true"}).content.decode()
     assert 'id="task-rows"' in html and "<html" not in html
 
@@ -57,17 +57,17 @@ def list_queries(client, source, count) -> int:
     return len(queries)
 
 
-def test_the_list_query_count_does_not_grow_with_tasks(client, operator, source):
-    client.force_login(operator)
+def test_the_list_query_count_does_not_grow_with_tasks(client, user, source):
+    client.force_login(user)
     small = list_queries(client, source, 2)
     Task.objects.all().delete()
     large = list_queries(client, source, 40)
     assert small == large
 
 
-def test_the_detail_lists_runs_wakes_and_reports_in_time_order(client, operator, source):
+def test_the_detail_lists_runs_wakes_and_reports_in_time_order(client, user, source):
     make_tasks(source, 1)
-    client.force_login(operator)
+    client.force_login(user)
     task = Task.objects.get()
     html = client.get(f"/tasks/{task.pk}/").content.decode()
     order = ["task.delegated", "run.requested", "run.finished", "task.reported", "wake.queued"]

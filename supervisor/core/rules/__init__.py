@@ -59,9 +59,3 @@ def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dic
                 if subject not in due or when < due[subject]:
                     due[subject] = when
     return due
-
-
-def next_change(snap: Snapshot, settings: DetectionSettings, now: datetime) -> datetime | None:
-    """When the findings could next change with no new event (for a sweep or a virtual
-    clock to stop at); None when only a new event can change them."""
-    return min(due_times(snap, settings, now).values(), default=None)

@@ -1,6 +1,6 @@
 """The rule registry: every kind runs, and time-based kinds say when they next change."""
 
-from supervisor.core.rules import RULES, next_change, run_rules
+from supervisor.core.rules import RULES, due_times, run_rules
 
 from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, task, unknown_task, wake
 
@@ -46,9 +46,9 @@ def test_tasks_never_delegated_are_never_subjects():
 def test_next_change_is_the_earliest_over_the_kinds():
     # late_wake at 100 + 600 s, stuck at 0 + 1800 s.
     snap = snapshot(task(), run("r1", 1), wake("w", source=("task", TASK), queued=100))
-    assert next_change(snap, SETTINGS, at(200)) == at(700)
+    assert min(due_times(snap, SETTINGS, at(200)).values()) == at(700)
 
 
 def test_no_next_change_when_only_an_event_can_change_the_findings():
     snap = snapshot(task(reports=[report("completed", 20)]), run("r1", 1, finished=15))
-    assert next_change(snap, SETTINGS, at(200)) is None
+    assert due_times(snap, SETTINGS, at(200)) == {}

@@ -1,6 +1,6 @@
-"""`make run`: migrate, make an operator login if there is none, then run the web server,
-a Celery worker, beat and, when no orchestrator is configured, the simulated fleet, in
-the foreground; Ctrl-C stops them all (supervisor/ops/startup.py, processes.py)."""
+"""`make run`: migrate, make the first login (admin) if there is none, then run the web
+server, a Celery worker, beat and, when no orchestrator is configured, the simulated
+fleet, in the foreground; Ctrl-C stops them all (supervisor/ops/startup.py, processes.py)."""
 
 import os
 import sys
