@@ -62,6 +62,9 @@ def check_key(key: str) -> None:
                 400,
                 f"Idempotency-Key holds U+{ord(char):04X}; use printable ASCII characters only",
             )
+    if key != key.strip(" "):
+        # HTTP drops a header value's outer spaces: sent on, the key would not be this one.
+        raise ActionRefused(400, "Idempotency-Key must not start or end with a space")
 
 
 def key_id(prefix: str, key: str, limit: int = EVENT_ID_LIMIT) -> str:
