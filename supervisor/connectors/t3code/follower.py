@@ -4,9 +4,9 @@ On the first run the projections' current state is imported (or, with `start="lo
 the event log is read from its first row); then the event log is read by `sequence`, in
 batches. Each batch is one transaction: the source's `FollowState` row is locked (two
 workers never read the same rows), the rows after its position are read and mapped, the
-contract events go through `apply_events`, and the new position and memory are saved
-with them. A crash anywhere loses nothing and doubles nothing: the batch is read again,
-and its events have the same ids.
+contract events go through `do_ingest` (their evaluation is enqueued on commit), and
+the new position and memory are saved with them. A crash anywhere loses nothing and
+doubles nothing: the batch is read again, and its events have the same ids.
 
 A file replaced under the same path (another inode, another first row, or a log that
 went backwards) is imported afresh; what Supervisor already holds stays, and facts told
@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from supervisor.core import clock
-from supervisor.core.ingest import IngestResult, apply_events, evaluate_after_commit
+from supervisor.core.ingest import IngestResult, apply_events, do_ingest
 from supervisor.core.models import FollowState, Source
 
 from .mapping import Mapper, coalesced
@@ -218,9 +218,7 @@ class Follower:
         result = IngestResult()
         for start in range(0, len(events), IMPORT_CHUNK):
             with transaction.atomic():
-                chunk = apply_events(self.source, events[start : start + IMPORT_CHUNK])
-                if self.evaluate:
-                    evaluate_after_commit(self.source.namespace_id, chunk)
+                chunk = self._apply(events[start : start + IMPORT_CHUNK])
             _merge(result, chunk)
         return Staged(marker, top, db.event_id_at(top) or "", mapper, len(events), result)
 
@@ -290,8 +288,6 @@ class Follower:
         self._count_unknown(state, mapper.unknown)
         state.save()
         self._cache = (state.position, state.updated_at, memory)
-        if self.evaluate:
-            evaluate_after_commit(self.source.namespace_id, result)
         return progress
 
     def _replaced(self, state: FollowState, marker: str) -> bool:
@@ -348,8 +344,15 @@ class Follower:
     def _ingest(self, events: list[dict]) -> IngestResult:
         total = IngestResult()
         for start in range(0, len(events), CHUNK):
-            _merge(total, apply_events(self.source, events[start : start + CHUNK]))
+            _merge(total, self._apply(events[start : start + CHUNK]))
         return total
+
+    def _apply(self, events: list[dict]) -> IngestResult:
+        # do_ingest enqueues the evaluation on commit; a follower made with
+        # evaluate=False (benchmarks, some tests) only stores.
+        if self.evaluate:
+            return do_ingest(self.source, events)
+        return apply_events(self.source, events)
 
     # --- the state row --------------------------------------------------------------
 
