@@ -137,9 +137,19 @@
     if (asked && asked.then) asked.then(showNotificationState);
   }
 
-  function notifyFlagOpened() {
-    var el = $("#flag-opened");
-    if (!el) return;
+  function notifyFlagOpened() { flagOpened($("#flag-opened")); }
+
+  // A frame holds a #flag-opened for each flag its changes opened (an evaluation's
+  // changes come in one frame); each replaces the one before, so each is read as it
+  // is swapped in.
+  function flagSwappedIn(event) {
+    var detail = event.detail || {};
+    if (!detail.target || detail.target.id !== "flag-opened" || !detail.fragment) return;
+    flagOpened(detail.fragment.firstElementChild || detail.fragment);
+  }
+
+  function flagOpened(el) {
+    if (!el || !el.getAttribute) return;
     var flag = el.getAttribute("data-flag");
     if (!flag || flag === lastFlagSeen) return;
     lastFlagSeen = flag;
@@ -592,6 +602,7 @@
   document.addEventListener("htmx:wsClose", socketClosed);
   document.addEventListener("htmx:wsAfterMessage", afterMessage);
   document.addEventListener("htmx:oobAfterSwap", showJsOnly);
+  document.addEventListener("htmx:oobBeforeSwap", flagSwappedIn);
   document.addEventListener("htmx:afterSettle", function () {
     showJsOnly();
     refreshAges();

@@ -5,6 +5,11 @@ every (re)connection; the consumer then sends each change after that id, one fra
 change, then live ones: nothing is missed and nothing is sent twice. Frames re-read the
 state and render the same template partials the pages use.
 
+Live frames come rendered from the relay (relay.py), one per batch of changes it read
+at once and per Page (rendering.py); the consumer sends them on as they are when they
+were rendered for its Page and hold nothing it sent already, and renders what is left
+itself otherwise (after a role change, or where a resume's catch-up overlaps them).
+
 The socket follows its session: it re-reads it when told through the user's group
 (signals.py), and before a frame when its last read is older than session.RECHECK (5 s).
 Once the session has ended the socket is closed with 4401 and sent nothing more; after
@@ -29,7 +34,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from . import groups
 from .notes import notes_after
 from .relay import relay
-from .rendering import render_note
+from .rendering import MISSING, Page, cached_note, page_of, render_frame, render_note
 from .session import session_digest, session_reads
 
 VIEWS = {"overview", "list", "task", "thread"}
@@ -79,9 +84,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.cursor: int | None = None
         self.live = False
         self.waiting: list[dict] = []
-        self.groups_joined = [self._group(), groups.user(user.pk)]
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        self.page: Page | None = None
+        await self._show(page_of(self.view, self.subject, self.can_act))
+        self.groups_joined = [groups.user(user.pk)]
+        await self.channel_layer.group_add(self.groups_joined[0], self.channel_name)
         await self.accept()
         relay.ensure_running()
         if after is not None:
@@ -91,12 +97,17 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 RESUME_WAIT, lambda: asyncio.ensure_future(self.go_live())
             )
 
-    def _group(self) -> str:
-        if self.view == "task":
-            return groups.task(self.subject)
-        if self.view == "thread":
-            return groups.thread(self.subject)
-        return groups.EVERYTHING
+    async def _show(self, page: Page) -> None:
+        """Follow `page`'s frames. The new group is joined before the old one is left, so
+        that no frame falls between (one sent to both is dropped by the cursor)."""
+        old, self.page = self.page, page
+        if old == page:
+            return
+        relay.watch(page, self.channel_name)
+        await self.channel_layer.group_add(groups.page(page), self.channel_name)
+        if old is not None:
+            await self.channel_layer.group_discard(groups.page(old), self.channel_name)
+            relay.unwatch(old, self.channel_name)
 
     async def disconnect(self, code):
         await self._leave_groups()
@@ -106,6 +117,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def _leave_groups(self) -> None:
         joined, self.groups_joined = getattr(self, "groups_joined", []), []
+        page, self.page = getattr(self, "page", None), None
+        if page is not None:
+            relay.unwatch(page, self.channel_name)
+            joined.append(groups.page(page))
         for group in joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -147,6 +162,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.end_session()
             return False
         self.can_act = grant.can_act
+        if self.page is not None:
+            await self._show(page_of(self.view, self.subject, self.can_act))
         return True
 
     async def end_session(self) -> None:
@@ -172,29 +189,55 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def go_live(self) -> None:
         self.live = True
         waiting, self.waiting = self.waiting, []
-        for note in waiting:
-            await self.change_note(note)
+        for frame in waiting:
+            await self.change_frame(frame)
 
-    async def change_note(self, note: dict) -> None:
+    async def dispatch(self, message):
+        # Channels closes stale database connections before every handler, a hop to a
+        # thread each time; a frame touches no connection (what it reads goes through
+        # database_sync_to_async, which closes them itself).
+        if message["type"] == "change.frame":
+            await self.change_frame(message)
+        else:
+            await super().dispatch(message)
+
+    async def change_frame(self, frame: dict) -> None:
+        """A frame from the relay: the changes `first`..`last` rendered for `page`."""
         if not self.live:
-            self.waiting.append(note)
+            self.waiting.append(frame)
             return
-        await self.push(note)
-
-    async def push(self, note: dict) -> None:
-        if self.ended:
+        if not await self._may_send(frame["last"]):
             return
-        if self.cursor is not None and note["id"] <= self.cursor:
-            return  # already sent (a resume and the live stream overlap)
-        # The safety net for a session changed where no message reaches this process.
-        if (
-            time.monotonic() - self.session_read_at >= session_reads.recheck
-            and not await self.read_session()
-        ):
-            return
-        self.cursor = note["id"]
-        html = await database_sync_to_async(render_note)(
-            note, self.view, self.subject, self.can_act
-        )
+        sent_up_to, self.cursor = self.cursor, frame["last"]
+        fresh = sent_up_to is None or frame["first"] > sent_up_to
+        if fresh and Page(*frame["page"]) == self.page:
+            html = frame["html"]
+        else:
+            # Rendered for the page this socket showed before its role changed, or partly
+            # sent by the catch-up after a resume: what is left, rendered for this page.
+            notes = [n for n in frame["notes"] if sent_up_to is None or n["id"] > sent_up_to]
+            html = await database_sync_to_async(render_frame)(notes, self.page)
         if html:
             await self.send(text_data=html)
+
+    async def push(self, note: dict) -> None:
+        """One change of a resume's catch-up."""
+        if not await self._may_send(note["id"]):
+            return
+        self.cursor = note["id"]
+        html = cached_note(note, self.page)  # on the event loop: a hop only on a miss
+        if html is MISSING:
+            html = await database_sync_to_async(render_note)(note, self.page)
+        if html:
+            await self.send(text_data=html)
+
+    async def _may_send(self, last_id: int) -> bool:
+        if self.ended:
+            return False
+        if self.cursor is not None and last_id <= self.cursor:
+            return False  # already sent (a resume and the live stream overlap)
+        # The safety net for a session changed where no message reaches this process.
+        return (
+            time.monotonic() - self.session_read_at < session_reads.recheck
+            or await self.read_session()
+        )

@@ -1,14 +1,20 @@
 """Channels group names, in one place."""
 
-EVERYTHING = "live.all"  # overview and task list: every change
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .rendering import Page
+
+# Each process's relay renders for its own sockets: their page groups are its own.
+PROCESS = uuid.uuid4().hex[:12]
 
 
-def task(task_pk: int) -> str:
-    return f"live.task.{task_pk}"
-
-
-def thread(thread_pk: int) -> str:
-    return f"live.thread.{thread_pk}"
+def page(page: Page) -> str:
+    """This process's sockets that show `page`: the relay sends them its frame."""
+    return f"live.{PROCESS}.{page.view}.{page.subject}.{int(page.can_act)}"
 
 
 def user(user_pk: int) -> str:

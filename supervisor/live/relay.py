@@ -1,5 +1,9 @@
-"""One relay per ASGI process: follows the change log and sends each change's note to
-the Channels groups of the pages it changes.
+"""One relay per ASGI process: follows the change log and sends its sockets the frames.
+
+Whatever it reads at once (everything committed since its last read: an evaluation's
+changes, an ingest's) becomes one frame per Page open in this process, rendered once
+(rendering.render_frame) and sent with its notes to that Page's group, which only this
+process's sockets of that Page join (groups.page). The consumers only send it on.
 
 PostgreSQL wakes it with LISTEN/NOTIFY (a trigger notifies on every insert into the
 change log); SQLite is polled. Either way it also polls slowly, so a missed wake-up
@@ -18,6 +22,7 @@ from django.db import connection
 
 from . import groups
 from .notes import latest_change_id, notes_after
+from .rendering import Page, render_frame
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +32,34 @@ POLL_SAFETY = 1.0
 BACKOFF, BACKOFF_MAX = 0.5, 8.0  # seconds between tries while the database or layer is down
 
 
-def groups_for(note: dict) -> list[str]:
-    return [
-        groups.EVERYTHING,
-        *(groups.task(pk) for pk in note["tasks"]),
-        *(groups.thread(pk) for pk in note["threads"]),
-    ]
+def render_frames(notes: list[dict], pages: list[Page]) -> dict[Page, str]:
+    """The frame of these notes for each of the pages they concern."""
+    frames = {}
+    for page in pages:
+        html = render_frame(notes, page)
+        if html is not None:
+            frames[page] = html
+    return frames
 
 
 class ChangeRelay:
     def __init__(self):
         self._task: asyncio.Task | None = None
         self.last_id: int | None = None
+        self._watchers: dict[Page, set[str]] = {}  # the channels of this process's sockets
+
+    def watch(self, page: Page, channel: str) -> None:
+        self._watchers.setdefault(page, set()).add(channel)
+
+    def unwatch(self, page: Page, channel: str) -> None:
+        channels = self._watchers.get(page)
+        if channels is not None:
+            channels.discard(channel)
+            if not channels:
+                del self._watchers[page]
+
+    def pages(self) -> list[Page]:
+        return list(self._watchers)
 
     def ensure_running(self) -> None:
         """Start the relay in the running event loop unless it already runs there."""
@@ -60,11 +81,10 @@ class ChangeRelay:
                     if waker is None:
                         waker = await _Waker.open()
                     notes = await database_sync_to_async(notes_after)(self.last_id)
-                    for note in notes:
-                        for group in groups_for(note):
-                            await layer.group_send(group, note)
-                        self.last_id = note["id"]
-                    if not notes:
+                    if notes:
+                        await self._send(layer, notes)
+                        self.last_id = notes[-1]["id"]
+                    else:
                         await waker.wait()
                     if failures:
                         log.warning("change relay: working again after %d failure(s)", failures)
@@ -82,6 +102,21 @@ class ChangeRelay:
         finally:
             if waker is not None:
                 await waker.close()
+
+    async def _send(self, layer, notes: list[dict]) -> None:
+        frames = await database_sync_to_async(render_frames)(notes, self.pages())
+        for page, html in frames.items():
+            await layer.group_send(
+                groups.page(page),
+                {
+                    "type": "change.frame",
+                    "first": notes[0]["id"],
+                    "last": notes[-1]["id"],
+                    "page": list(page),
+                    "html": html,
+                    "notes": notes,
+                },
+            )
 
 
 def _reason(exc: Exception) -> str:
