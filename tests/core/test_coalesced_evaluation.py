@@ -53,9 +53,10 @@ def test_the_first_job_judges_what_later_batches_touched_and_their_jobs_do_nothi
     # ...so the second batch's own job finds nothing left to do.
     opened = Flag.objects.count()
     with time_machine.travel(start + timedelta(seconds=2), tick=False):
-        assert catch_up(
-            source.namespace_id, clock.now(), second.touched_tasks, second.touched_threads
-        ) == 0
+        assert (
+            catch_up(source.namespace_id, clock.now(), second.touched_tasks, second.touched_threads)
+            == 0
+        )
     assert Task.objects.get(task_id="task:other").evaluated_at == start + timedelta(seconds=1)
     assert Flag.objects.count() == opened
 
