@@ -171,8 +171,9 @@ def evaluate(
                 kinds=RULE_KINDS,
                 because=lambda key: resolved_because(snap, *key),
             )
-            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now)
+            # Threads, then tasks, each in order of id: the order every writer locks them in.
             _record_evaluation(Thread, "thread_id", namespace_id, threads, due, "thread", now)
+            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now)
         return subjects
 
     subjects = subject_locks.retrying(write)
@@ -231,6 +232,7 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
 
 def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
     # Each subject has its own next check: one statement per chunk, not one per time.
+    subject_locks.rows_in_order(model, key, namespace_id, ids)
     rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
     update_rows(
         model,

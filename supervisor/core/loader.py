@@ -172,23 +172,25 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
             "pk", flat=True
         )
     )
+    # Of the tasks beside a subject under its parent, only those that may be the same
+    # work delegated earlier (duplicate_delegation: the same title) are read, with the
+    # runs of their child threads. A parent with thousands of tasks made each due task
+    # load them all, reports included. The parents' runs are read too: a parent with no
+    # run under way will take nothing (never_delivered).
+    same_work, run_threads = set(), set(children) | parents
+    for pk, child, title in Task.objects.filter(ns, parent_thread_id__in=parents).values_list(
+        "pk", "child_thread_id", "title"
+    ):
+        if normalized(title) in titles:
+            same_work.add(pk)
+            if child is not None:
+                run_threads.add(child)
     tasks = ns & (
         Q(task_id__in=task_ids | {task for task, _ in named if task})
-        | Q(parent_thread_id__in=children | parents)
+        | Q(pk__in=same_work)
+        | Q(parent_thread_id__in=children)
         | Q(child_thread_id__in=children | named_threads)
     )
-    # Runs of the subjects' child threads, and of the siblings that may be the same
-    # work delegated earlier (duplicate_delegation); the other tasks are read without.
-    # The parents' runs too: a parent with no run under way will take nothing
-    # (never_delivered).
-    run_threads = set(children) | parents
-    for child, parent, title in (
-        Task.objects.filter(tasks)
-        .exclude(child_thread=None)
-        .values_list("child_thread_id", "parent_thread_id", "title")
-    ):
-        if parent in parents and normalized(title) in titles:
-            run_threads.add(child)
     snap = _load(
         tasks=tasks,
         runs=Q(thread_id__in=run_threads),

@@ -63,3 +63,17 @@ def retrying[T](write: Callable[[], T]) -> T:
             log.info("write aborted (%s), attempt %d of %d: retrying", code, attempt, ATTEMPTS)
             time.sleep(0.01 * attempt)
     raise AssertionError("unreachable")
+
+
+def rows_in_order(model, key: str, namespace_id: int, ids) -> None:
+    """Lock the existing rows of these subjects in order of their id (PostgreSQL). Every
+    writer of task and thread rows (ingest, mark_committed, evaluation) locks threads,
+    then tasks, this way before it updates them: none then waits for another in a circle.
+    """
+    if connection.vendor == "postgresql" and ids:
+        list(
+            model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": list(ids)})
+            .order_by(key)
+            .select_for_update(no_key=True)
+            .values_list("pk", flat=True)
+        )
