@@ -185,14 +185,17 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
             same_work.add(pk)
             if child is not None:
                 run_threads.add(child)
-    tasks = ns & (
-        Q(task_id__in=task_ids | {task for task, _ in named if task})
-        | Q(pk__in=same_work)
-        | Q(parent_thread_id__in=children)
-        | Q(child_thread_id__in=children | named_threads)
-    )
+    # Each kind of neighbour by its own index, then the rows by key: one query ORing the
+    # four lists was planned as a scan of every task (0.4 s at 160,000 tasks).
+    keys = set(same_work)
+    for where in (
+        Q(task_id__in=task_ids | {task for task, _ in named if task}),
+        Q(parent_thread_id__in=children),
+        Q(child_thread_id__in=children | named_threads),
+    ):
+        keys.update(Task.objects.filter(ns, where).values_list("pk", flat=True))
     snap = _load(
-        tasks=tasks,
+        tasks=Q(pk__in=keys),
         runs=Q(thread_id__in=run_threads),
         items=Q(thread_id__in=children),
         wakes=ns & wakes,
