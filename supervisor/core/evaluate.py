@@ -14,13 +14,14 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 
+from . import subject_locks
 from .action_outcomes import resolved_because
 from .batch_write import update_rows
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
-from .models import Flag, Namespace, Source, Task, Thread, Wake
+from .models import OUT_OF_DATE, Flag, Source, Task, Thread, Wake
 from .rules import RULES, due_times, run_rules
 from .snapshot import DetectionSettings
 
@@ -71,10 +72,8 @@ def affected_subjects(
     return tasks, threads
 
 
-# Touched by an event after its last evaluation (or never evaluated since one).
-OUT_OF_DATE = Q(evaluated_at__isnull=True, last_event_at__isnull=False) | Q(
-    last_event_at__gt=F("evaluated_at")
-)
+# Subjects of each type one catch-up takes beyond its own: a backlog goes in passes.
+PASS = 500
 
 
 def out_of_date(
@@ -89,6 +88,34 @@ def out_of_date(
         current = set(rows.exclude(OUT_OF_DATE).values_list(key, flat=True))
         kept.append(ids - current)
     return kept[0], kept[1]
+
+
+def pending(namespace_id: int, limit: int = PASS) -> tuple[set[str], set[str]]:
+    """Up to `limit` tasks and threads of the namespace out of date, longest first
+    (a partial index holds exactly these rows)."""
+    found = []
+    for model, key in ((Task, "task_id"), (Thread, "thread_id")):
+        rows = model.objects.filter(OUT_OF_DATE, namespace_id=namespace_id)
+        found.append(set(rows.order_by("last_event_at").values_list(key, flat=True)[:limit]))
+    return found[0], found[1]
+
+
+def catch_up(namespace_id: int, now: datetime, tasks: Iterable[str], threads: Iterable[str]):
+    """What an evaluation job does: judge the given subjects that are still out of date
+    and, with them, what else of the namespace is (up to PASS of each type).
+
+    Under a backlog the first job judges what many batches touched, each subject once,
+    and the jobs queued behind it find their subjects judged and cost one query each:
+    the evaluation of many batches coalesces into one per namespace and moment, with no
+    lock (two jobs that start together both judge, and the flag writers keep that safe).
+    """
+    tasks, threads = out_of_date(namespace_id, tasks, threads)
+    if not (tasks or threads):
+        return 0
+    more_tasks, more_threads = pending(namespace_id, PASS)
+    tasks, threads = tasks | more_tasks, threads | more_threads
+    evaluate(namespace_id, now, tasks=tasks, threads=threads)
+    return len(tasks) + len(threads)
 
 
 def evaluate(
@@ -119,27 +146,37 @@ def evaluate(
         snap.judged = frozenset(task_ids)
     findings = run_rules(snap, rules_settings, now)
     due = due_times(snap, rules_settings, now)
-    with transaction.atomic():
-        # One writer at a time per namespace, and never over a newer evaluation.
-        Namespace.objects.select_for_update().filter(pk=namespace_id).first()
-        task_ids -= _evaluated_after(Task, "task_id", namespace_id, task_ids, now)
-        thread_ids -= _evaluated_after(Thread, "thread_id", namespace_id, thread_ids, now)
-        subjects = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
-        wanted = {
-            (f.subject_type, f.subject_id, f.kind): f
-            for f in findings
-            if (f.subject_type, f.subject_id) in subjects
-        }
-        reconcile(
-            namespace_id,
-            subjects,
-            wanted,
-            now,
-            kinds=RULE_KINDS,
-            because=lambda key: resolved_because(snap, *key),
-        )
-        _record_evaluation(Task, "task_id", namespace_id, task_ids, due, "task", now)
-        _record_evaluation(Thread, "thread_id", namespace_id, thread_ids, due, "thread", now)
+
+    def write() -> set[tuple[str, str]]:
+        judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
+        with transaction.atomic():
+            # One writer at a time per subject (not per namespace), and never over a
+            # newer evaluation.
+            subject_locks.lock("evaluate", namespace_id, judged)
+            tasks = task_ids - _evaluated_after(Task, "task_id", namespace_id, task_ids, now)
+            threads = thread_ids - _evaluated_after(
+                Thread, "thread_id", namespace_id, thread_ids, now
+            )
+            subjects = {("task", t) for t in tasks} | {("thread", t) for t in threads}
+            wanted = {
+                (f.subject_type, f.subject_id, f.kind): f
+                for f in findings
+                if (f.subject_type, f.subject_id) in subjects
+            }
+            reconcile(
+                namespace_id,
+                subjects,
+                wanted,
+                now,
+                kinds=RULE_KINDS,
+                because=lambda key: resolved_because(snap, *key),
+            )
+            # Threads, then tasks, each in order of id: the order every writer locks them in.
+            _record_evaluation(Thread, "thread_id", namespace_id, threads, due, "thread", now)
+            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now)
+        return subjects
+
+    subjects = subject_locks.retrying(write)
     return min((when for key, when in due.items() if key in subjects), default=None)
 
 
@@ -195,6 +232,7 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
 
 def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
     # Each subject has its own next check: one statement per chunk, not one per time.
+    subject_locks.rows_in_order(model, key, namespace_id, ids)
     rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
     update_rows(
         model,

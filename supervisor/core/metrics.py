@@ -18,9 +18,8 @@ from datetime import datetime
 from django.db.models import Count, Min
 
 from . import clock
-from .evaluate import OUT_OF_DATE
 from .flag_kinds import KINDS
-from .models import Action, DeadLetter, Flag, Source, SweepFailure, Task, Thread
+from .models import OUT_OF_DATE, Action, DeadLetter, Flag, Source, SweepFailure, Task, Thread
 
 # Every kind of flag the contract has; each shows in supervisor_flags_open, 0 when none.
 FLAG_KINDS = KINDS

@@ -79,6 +79,14 @@ class Environment(models.Model):
         ]
 
 
+# A task or thread touched by an event after its last evaluation (or never evaluated
+# since one): what evaluation jobs and the sweep look for. Each model keeps these rows
+# in a partial index, so finding them costs what is out of date, not what is stored.
+OUT_OF_DATE = models.Q(evaluated_at__isnull=True, last_event_at__isnull=False) | models.Q(
+    last_event_at__gt=models.F("evaluated_at")
+)
+
+
 class Thread(models.Model):
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
     thread_id = models.CharField(max_length=500)
@@ -96,7 +104,10 @@ class Thread(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["namespace", "thread_id"], name="thread_unique")
         ]
-        indexes = [models.Index(fields=["next_check_at"], name="thread_due")]
+        indexes = [
+            models.Index(fields=["next_check_at"], name="thread_due"),
+            models.Index(fields=["namespace"], condition=OUT_OF_DATE, name="thread_out_of_date"),
+        ]
 
     def __str__(self):
         return self.title or self.thread_id
@@ -144,6 +155,7 @@ class Task(models.Model):
         constraints = [models.UniqueConstraint(fields=["namespace", "task_id"], name="task_unique")]
         indexes = [
             models.Index(fields=["next_check_at"], name="task_due"),
+            models.Index(fields=["namespace"], condition=OUT_OF_DATE, name="task_out_of_date"),
             # The list: newest first with keyset pagination, and its filters.
             models.Index(fields=["-delegated_at", "-id"], name="task_newest"),
             models.Index(fields=["status", "-delegated_at", "-id"], name="task_status_newest"),

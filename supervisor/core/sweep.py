@@ -17,8 +17,8 @@ from datetime import datetime
 from django.db.models import Q
 
 from .actions import requeue_due_actions
-from .evaluate import OUT_OF_DATE, evaluate
-from .models import Task, Thread
+from .evaluate import evaluate
+from .models import OUT_OF_DATE, Task, Thread
 from .source_silence import evaluate_sources
 from .sweep_failures import LOST_DATABASE, Failures
 

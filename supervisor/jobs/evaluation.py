@@ -7,17 +7,19 @@ from __future__ import annotations
 from celery import shared_task
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate, out_of_date
+from supervisor.core.evaluate import catch_up
+from supervisor.core.exclusive import only_one
 from supervisor.core.sweep import sweep
 
 
 @shared_task(name="supervisor.evaluate", acks_late=True, soft_time_limit=120, time_limit=150)
-def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[str]) -> None:
-    tasks, threads = out_of_date(namespace_id, task_ids, thread_ids)
-    if tasks or threads:
-        evaluate(namespace_id, clock.now(), tasks=tasks, threads=threads)
+def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[str]) -> int:
+    return catch_up(namespace_id, clock.now(), task_ids, thread_ids)
 
 
 @shared_task(name="supervisor.sweep", acks_late=True, soft_time_limit=240, time_limit=300)
-def sweep_due() -> int:
-    return sweep(clock.now())
+def sweep_due() -> int | None:
+    # A sweep that outlasts its interval is not joined by the next: that one is skipped
+    # (None), and the sweep after it finds whatever is still due.
+    with only_one("sweep") as alone:
+        return sweep(clock.now()) if alone else None
