@@ -7,6 +7,7 @@ handful of queries, whatever the number of rows.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -61,7 +62,7 @@ from supervisor.core.models import (
 )
 from supervisor.core.pagination import CursorError, decode, encode
 from supervisor.core.roles import ADMIN
-from supervisor.core.task_detail import describe_task, timeline
+from supervisor.core.task_detail import describe_task, timeline, timeline_key
 from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
 
@@ -78,6 +79,7 @@ LATEST_LIMIT = 10
 TREE_DEPTH = 6  # levels of delegation shown below a thread
 THREAD_RUNS = 25  # the newest runs listed on a thread's page
 THREAD_TIMELINE = 40  # the newest runs, wakes and items each read for its timeline (> THREAD_RUNS)
+TIMELINE_PAGE = 100  # the task page's timeline entries shown at once (about 33 runs)
 
 
 # --- live ---------------------------------------------------------------------------
@@ -579,7 +581,40 @@ def action_banner(actions: list, now: datetime) -> dict | None:
     return {"state": action.state, "text": text}
 
 
-def task_detail_context(task: Task, can_act: bool) -> dict:
+def timeline_page(entries: list, before: str | None = None) -> dict:
+    """One page of a task's timeline (in time order, `timeline_key`): the newest
+    TIMELINE_PAGE entries, or with `before` (a cursor a page gave out) the TIMELINE_PAGE
+    entries before that one. A task with hundreds of runs would otherwise render a
+    thousand lines; rendering, not reading, is what costs. A cursor this server did not
+    give out starts at the newest, as the task list does."""
+    end = len(entries)
+    paged = False
+    if before:
+        try:
+            at, event_id, kind, subject = decode(before, (datetime, str, str, str))
+        except CursorError:
+            pass
+        else:
+            key = (at or ownership.LATEST, event_id or "", kind or "", subject or "")
+            end = bisect_left(entries, key, key=timeline_key)
+            paged = end < len(entries)
+    start = max(0, end - TIMELINE_PAGE)
+    earlier_cursor = None
+    if start:
+        first = entries[start]
+        earlier_cursor = encode(first.at, first.event_id or "", first.kind, first.subject)
+    return {
+        "timeline": entries[start:end],
+        "timeline_total": len(entries),
+        "timeline_earlier": start,
+        "timeline_later": len(entries) - end,
+        "timeline_end": end,
+        "timeline_earlier_cursor": earlier_cursor,
+        "timeline_paged": paged,
+    }
+
+
+def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | None = None) -> dict:
     snap = load_for_task(task)
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
@@ -600,7 +635,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
-        "timeline": timeline(snap, detail, actions),
+        **timeline_page(timeline(snap, detail, actions), timeline_before),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
         "suggested": _fit_to_state(

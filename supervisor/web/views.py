@@ -95,7 +95,9 @@ def task_detail(request, pk: int):
         pk=pk,
         known=True,
     )
-    context = page_data.task_detail_context(task, can_act(request.user))
+    context = page_data.task_detail_context(
+        task, can_act(request.user), timeline_before=request.GET.get("timeline_before")
+    )
     return _page(request, "web/task_detail.html", "live", context, live)
 
 
