@@ -8,7 +8,8 @@ events), then in a child process with Django set up against that database (in-pr
 - each page (the overview, the task list's first page, a page 11 deep by following the
   list's cursors, the last page, two filtered lists, the task with the most runs, the
   thread that delegated it): 3 warm-up requests, then `--requests` timed ones (wall
-  time around `client.get`), p50 and p95; and the SQL queries of one more request
+  time around `client.get`), p50 and p95, and the CPU they used (this process and its
+  PostgreSQL backend, from /proc); and the SQL queries of one more request
   (`CaptureQueriesContext`), with its slowest query;
 - the beat sweep, one call of `supervisor.core.sweep.sweep(now)` at the data's reference
   time: (a) the steady state, every open task having a `next_check_at` and 1% of them due;
@@ -112,6 +113,17 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
 
 
+def cpu_seconds(connection) -> tuple[float, float]:
+    """CPU seconds used so far by this process and by its PostgreSQL backend (read from
+    /proc: the server runs on this machine)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        (pid,) = cur.fetchone()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    backend = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.process_time(), backend
+
+
 def child(args) -> dict:
     sys.path.insert(0, str(ROOT))
     import django
@@ -187,11 +199,19 @@ def child(args) -> dict:
         runs = []
         for _ in range(args.runs):
             times = []
+            cpu = cpu_seconds(connection)
             for _ in range(args.requests):
                 t = time.perf_counter()
                 client.get(url)
                 times.append((time.perf_counter() - t) * 1000)
-            runs.append({"p50": statistics.median(times), "p95": percentile(times, 0.95)})
+            used = [b - a for a, b in zip(cpu, cpu_seconds(connection), strict=True)]
+            runs.append(
+                {
+                    "p50": statistics.median(times),
+                    "p95": percentile(times, 0.95),
+                    "cpu_ms": [1000 * u / args.requests for u in used],
+                }
+            )
         with CaptureQueriesContext(connection) as queries:
             client.get(url)
         slowest = max(queries.captured_queries, key=lambda q: float(q["time"]))
@@ -200,6 +220,9 @@ def child(args) -> dict:
             "runs": runs,
             "p50": statistics.median(r["p50"] for r in runs),
             "p95": statistics.median(r["p95"] for r in runs),
+            # CPU per request, this process and its PostgreSQL backend (medians of the
+            # runs): what a page costs, less moved by other load than its wall time.
+            "cpu_ms": [statistics.median(r["cpu_ms"][i] for r in runs) for i in (0, 1)],
             "queries": len(queries.captured_queries),
             "slowest_ms": float(slowest["time"]) * 1000,
             "slowest_sql": slowest["sql"][:400],
@@ -325,6 +348,18 @@ def report(results: list[dict], about: str, revision: str, command: str, started
         + " / ".join(str(r["measure"]["typical_runs"]) for r in results)
         + ".",
     ]
+    if all("cpu_ms" in r["pages"][key] for r in results for key, _ in PAGES):
+        lines += [
+            "",
+            f"CPU per request at {round(scales[-1] * 100)}%, ms, this process + its PostgreSQL "
+            "backend (median of the runs; less moved by other load than the wall times): "
+            + "; ".join(
+                f"{key} {cpu[0]:.0f} + {cpu[1]:.0f}"
+                for key, _ in PAGES
+                for cpu in [results[-1]["pages"][key]["cpu_ms"]]
+            )
+            + ".",
+        ]
     lines += [
         "",
         f"Slowest query of each page at {round(scales[-1] * 100)}% (one request, ms): "

@@ -172,7 +172,14 @@ def timeline(snap: Snapshot, detail: TaskDetail, actions=()) -> list[TimelineEnt
     for wake in detail.wakes:
         entries += _wake_entries(view, wake)
     entries += [_action_entry(action) for action in actions]
-    return sorted(entries, key=lambda e: (e.at or ownership.LATEST, e.event_id or ""))
+    return sorted(entries, key=timeline_key)
+
+
+def timeline_key(entry: TimelineEntry) -> tuple:
+    """The timeline's order, total: by time (undated last), then event id; kind and
+    subject part entries without an event id (actions) at the same moment, so that a
+    page of the timeline can start after any entry."""
+    return (entry.at or ownership.LATEST, entry.event_id or "", entry.kind, entry.subject)
 
 
 def _run_entries(snap, view: TaskView, run, owned: set[str]) -> list[TimelineEntry]:

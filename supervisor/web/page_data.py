@@ -7,9 +7,10 @@ handful of queries, whatever the number of rows.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
@@ -19,13 +20,11 @@ from django.db.models import (
     Count,
     Exists,
     F,
-    Max,
-    Min,
     OuterRef,
     Q,
-    Subquery,
     Value,
     When,
+    Window,
 )
 from django.db.models.functions import Coalesce
 from django.urls import reverse
@@ -61,7 +60,7 @@ from supervisor.core.models import (
 )
 from supervisor.core.pagination import CursorError, decode, encode
 from supervisor.core.roles import ADMIN
-from supervisor.core.task_detail import describe_task, timeline
+from supervisor.core.task_detail import describe_task, timeline, timeline_key
 from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
 
@@ -75,9 +74,11 @@ SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24
 LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
 NEEDS_ACTION_LIMIT = 50
 LATEST_LIMIT = 10
+OVERVIEW_THREAD_FLAGS = 10  # thread flags the overview shows as cards; the rest on a link
 TREE_DEPTH = 6  # levels of delegation shown below a thread
 THREAD_RUNS = 25  # the newest runs listed on a thread's page
 THREAD_TIMELINE = 40  # the newest runs, wakes and items each read for its timeline (> THREAD_RUNS)
+TIMELINE_PAGE = 60  # the task page's timeline entries shown at once (twenty runs' worth)
 
 
 # --- live ---------------------------------------------------------------------------
@@ -157,43 +158,6 @@ def _open_flags_exist():
 # --- overview -----------------------------------------------------------------------
 
 
-def _needing_action(now: datetime) -> list[Task]:
-    """The known tasks with flags awaiting attention, the most severe first, then the
-    one that has waited longest (since its oldest such flag opened), each with
-    `severity` and `waiting_since`. Grouped from the open flags (few, and indexed), not
-    aggregated over every task: two queries whatever the number of tasks."""
-    # The task's `known` as a scalar subquery (one index probe per open flag): a join
-    # would read the whole task table.
-    known = Subquery(Task.objects.filter(pk=OuterRef("task_id")).values("known")[:1])
-    rank = Case(
-        *[
-            When(kind=kind, then=Value(RANK[entry.severity]))
-            for kind, entry in CATALOGUE.items()
-            if entry.severity != WARNING
-        ],
-        default=Value(RANK[WARNING]),
-    )
-    latest = list(
-        Flag.objects.filter(awaiting_attention(now), task__isnull=False)
-        .annotate(task_known=known)
-        .filter(task_known=True)
-        .values("task_id")
-        .annotate(worst=Max(rank), waiting_since=Min("opened_at"))
-        .order_by("-worst", "waiting_since", "task_id")
-        .values_list("task_id", "worst", "waiting_since")[:NEEDS_ACTION_LIMIT]
-    )
-    tasks = _tasks().in_bulk([pk for pk, _, _ in latest])
-    words = {rank: level for level, rank in RANK.items()}
-    needing = []
-    for pk, worst, waiting_since in latest:
-        task = tasks.get(pk)
-        if task is None:  # deleted in between
-            continue
-        task.severity, task.waiting_since = words[worst], waiting_since
-        needing.append(task)
-    return needing
-
-
 def _taken_up(now: datetime) -> list[Flag]:
     """Open flags of known tasks someone acknowledged or snoozed: shown apart, with who
     and until when, newest first."""
@@ -207,28 +171,102 @@ def _taken_up(now: datetime) -> list[Flag]:
     return flags
 
 
-def overview_context(can_act: bool) -> dict:
+def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
+    """The flags awaiting attention counted by kind and, for task flags, by their task's
+    environment (the most first); and the known tasks with such flags, the most severe
+    first, then the one that has waited longest (since its oldest such flag opened),
+    each with `severity` and `waiting_since`, NEEDS_ACTION_LIMIT of them.
+
+    One statement reads the open flags once, each joined to its task on the task's key
+    (one index probe per open flag, never the whole task table), and groups them both
+    ways; and one reads the tasks shown. Two queries whatever the number of tasks."""
+    rank = Case(
+        *[
+            When(kind=kind, then=Value(RANK[entry.severity]))
+            for kind, entry in CATALOGUE.items()
+            if entry.severity != WARNING
+        ],
+        default=Value(RANK[WARNING]),
+    )
+    flags = (
+        Flag.objects.filter(awaiting_attention(now))
+        .order_by()
+        .values_list(
+            "kind",
+            "task_id",
+            "opened_at",
+            "task__known",
+            Coalesce("task__target_env", "task__env", Value("default")),
+            rank,
+        )
+    )
+    sql, params = flags.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH awaiting (kind, task_id, opened_at, known, env, rnk) AS ({sql}),
+            counts AS (
+                SELECT kind, CASE WHEN task_id IS NULL THEN NULL ELSE env END AS env,
+                       COUNT(*) AS n
+                FROM awaiting GROUP BY 1, 2
+            ),
+            needing AS (
+                SELECT task_id, MAX(rnk) AS worst, MIN(opened_at) AS since
+                FROM awaiting WHERE known GROUP BY task_id
+                ORDER BY worst DESC, since, task_id LIMIT %s
+            )
+            SELECT kind, env, n, NULL, NULL FROM counts
+            UNION ALL
+            SELECT NULL, NULL, task_id, worst, since FROM needing
+            """,
+            [*params, NEEDS_ACTION_LIMIT],
+        )
+        rows = cursor.fetchall()
+    kinds: dict[str, int] = defaultdict(int)
+    envs: dict[str, int] = defaultdict(int)
+    first = []
+    for kind, env, n, worst, since in rows:
+        if kind is None:
+            first.append((-worst, _moment(since), n))
+            continue
+        kinds[kind] += n
+        if env is not None:
+            envs[env] += n
+    by_kind = [{"kind": k, "n": n} for k, n in sorted(kinds.items(), key=lambda i: (-i[1], i[0]))]
+    by_env = [
+        {"environment": e, "n": n} for e, n in sorted(envs.items(), key=lambda i: (-i[1], i[0]))
+    ]
+    first.sort()
+    # The overview's rows name no thread or namespace: the tasks alone.
+    tasks = Task.objects.in_bulk([pk for _, _, pk in first])
+    words = {rank: level for level, rank in RANK.items()}
+    needing = []
+    for worst, since, pk in first:
+        task = tasks.get(pk)
+        if task is None:  # deleted in between
+            continue
+        task.severity, task.waiting_since = words[-worst], since
+        needing.append(task)
+    return by_kind, by_env, needing
+
+
+def _moment(value) -> datetime:
+    """A timestamp read by a raw statement: SQLite hands it back as text, in UTC."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+    return value
+
+
+def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
     now = clock.now()
-    open_flags = Flag.objects.filter(awaiting_attention(now))
-    by_kind = list(open_flags.values("kind").annotate(n=Count("pk")).order_by("-n", "kind"))
-    # Each open flag's environment through a scalar subquery (an index probe per flag),
-    # not a join, which would read the whole task table.
-    environment = Subquery(
-        Task.objects.filter(pk=OuterRef("task_id")).values(
-            environment=Coalesce("target_env", "env", Value("default"))
-        )[:1]
-    )
-    by_env = list(
-        open_flags.filter(task__isnull=False)
-        .annotate(environment=environment)
-        .values("environment")
-        .annotate(n=Count("pk"))
-        .order_by("-n", "environment")
-    )
-    needing = _needing_action(now)
+    by_kind, by_env, needing = _awaiting(now)
     taken = _taken_up(now)
     latest = list(
-        _tasks().filter(~_open_flags_exist()).order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
+        Task.objects.filter(known=True)
+        .filter(~_open_flags_exist())
+        .order_by("-delegated_at", "-pk")[:LATEST_LIMIT]
     )
     sources = list(
         Source.objects.filter(revoked_at__isnull=True, internal=False)
@@ -236,12 +274,15 @@ def overview_context(can_act: bool) -> dict:
         .order_by("name")
     )
     # Silent sources and thread flags stay in front even when taken up: they say what
-    # the rest of the page can be trusted for.
-    other_flags = list(
-        Flag.objects.filter(state=Flag.OPEN, subject_type__in=("source", "thread")).order_by(
-            "-opened_at", "-pk"
-        )
-    )
+    # the rest of the page can be trusted for. Thread flags, as many as there are busy
+    # threads, are cards with forms: the newest OVERVIEW_THREAD_FLAGS of them, and the
+    # rest when asked (`all_thread_flags`), with how many there are (a window count).
+    open_flags_of = Flag.objects.filter(state=Flag.OPEN).order_by("-opened_at", "-pk")
+    other_flags = list(open_flags_of.filter(subject_type="source"))
+    on_thread = open_flags_of.filter(subject_type="thread").annotate(total=Window(Count("pk")))
+    on_thread = list(on_thread if all_thread_flags else on_thread[:OVERVIEW_THREAD_FLAGS])
+    thread_flag_total = on_thread[0].total if on_thread else 0
+    other_flags += on_thread
     thread_ids = {f.subject_id for f in other_flags if f.subject_type == "thread"}
     thread_pks: dict[tuple[int, str], int] = {}
     if thread_ids:
@@ -281,6 +322,8 @@ def overview_context(can_act: bool) -> dict:
         "sources": [{"source": s, "silent": s.name in silent_names} for s in sources],
         "silent_flags": silent,
         "thread_flags": on_threads,
+        "thread_flags_more": thread_flag_total - len(on_threads),
+        "all_thread_flags": all_thread_flags,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
     }
@@ -579,7 +622,40 @@ def action_banner(actions: list, now: datetime) -> dict | None:
     return {"state": action.state, "text": text}
 
 
-def task_detail_context(task: Task, can_act: bool) -> dict:
+def timeline_page(entries: list, before: str | None = None) -> dict:
+    """One page of a task's timeline (in time order, `timeline_key`): the newest
+    TIMELINE_PAGE entries, or with `before` (a cursor a page gave out) the TIMELINE_PAGE
+    entries before that one. A task with hundreds of runs would otherwise render a
+    thousand lines; rendering, not reading, is what costs. A cursor this server did not
+    give out starts at the newest, as the task list does."""
+    end = len(entries)
+    paged = False
+    if before:
+        try:
+            at, event_id, kind, subject = decode(before, (datetime, str, str, str))
+        except CursorError:
+            pass
+        else:
+            key = (at or ownership.LATEST, event_id or "", kind or "", subject or "")
+            end = bisect_left(entries, key, key=timeline_key)
+            paged = end < len(entries)
+    start = max(0, end - TIMELINE_PAGE)
+    earlier_cursor = None
+    if start:
+        first = entries[start]
+        earlier_cursor = encode(first.at, first.event_id or "", first.kind, first.subject)
+    return {
+        "timeline": entries[start:end],
+        "timeline_total": len(entries),
+        "timeline_earlier": start,
+        "timeline_later": len(entries) - end,
+        "timeline_end": end,
+        "timeline_earlier_cursor": earlier_cursor,
+        "timeline_paged": paged,
+    }
+
+
+def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | None = None) -> dict:
     snap = load_for_task(task)
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
@@ -600,7 +676,7 @@ def task_detail_context(task: Task, can_act: bool) -> dict:
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],
-        "timeline": timeline(snap, detail, actions),
+        **timeline_page(timeline(snap, detail, actions), timeline_before),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
         "suggested": _fit_to_state(

@@ -69,7 +69,9 @@ def _page(request, template: str, partial: str, context: dict, live: dict):
 @require_safe
 def overview(request):
     live = page_data.live_context("overview")
-    context = page_data.overview_context(can_act(request.user))
+    context = page_data.overview_context(
+        can_act(request.user), all_thread_flags=request.GET.get("thread_flags") == "all"
+    )
     if not _wants_partial(request):  # shown above the live part: a reload updates it
         is_admin = request.user.has_perm("core.administer")
         context["alerting_gaps"] = page_data.alerting_gaps(name_admins=not is_admin)
@@ -95,7 +97,9 @@ def task_detail(request, pk: int):
         pk=pk,
         known=True,
     )
-    context = page_data.task_detail_context(task, can_act(request.user))
+    context = page_data.task_detail_context(
+        task, can_act(request.user), timeline_before=request.GET.get("timeline_before")
+    )
     return _page(request, "web/task_detail.html", "live", context, live)
 
 

@@ -114,3 +114,43 @@ def test_no_flags_reads_all_clear(client, viewer, source):
     html = client.get("/").content.decode()
     assert "0 open flags" in html and "No open flags: all clear." in html
     assert Flag.objects.count() == 0
+
+
+def test_many_thread_flags_show_the_newest_and_a_link_to_all(
+    client, acting, source, silent_source, monkeypatch
+):
+    """Thread flags are cards with forms: past OVERVIEW_THREAD_FLAGS the overview shows
+    the newest and links to every one, on a page the live socket leaves be."""
+    from supervisor.web import fragments, page_data
+
+    monkeypatch.setattr(page_data, "OVERVIEW_THREAD_FLAGS", 2)
+    make_tasks(source, 3)
+    for n in range(2):
+        do_open_flag(
+            source.namespace_id,
+            Finding("orphan_wake", "thread", f"thread:t{n}", {"text": f"orphan {n}"}),
+            clock.now() + timedelta(minutes=n),
+        )
+    client.force_login(acting)
+    html = client.get("/").content.decode()
+    assert '<section id="overview-alerts" ' in html
+    assert "orphan 1" in html and "orphan 0" in html  # the newest two
+    assert "1 delegation(s) on this thread were refused." not in html  # the oldest
+    assert "The newest 2 of 3:" in html and "(1 more)" in html
+    assert '<a href="/?thread_flags=all#thread-flags-h">show all flags on threads</a>' in html
+    # The live part is the same newest two.
+    (alerts,) = [p for p in fragments.overview(True) if 'id="overview-alerts"' in p[:40]]
+    assert "orphan 1" in alerts and "refused" not in alerts and "(1 more)" in alerts
+
+    every = client.get("/?thread_flags=all").content.decode()
+    assert '<section id="overview-alerts-all" ' in every
+    assert every.count('<article class="flag-card flag-open"') == 4  # 3 on threads, 1 source
+    assert "1 delegation(s) on this thread were refused." in every
+    assert "All 3 flags on threads." in every and 'href="/">Back to the live overview</a>' in every
+
+
+def test_few_thread_flags_need_no_link(client, viewer, source, silent_source):
+    make_tasks(source, 1)
+    client.force_login(viewer)
+    html = client.get("/").content.decode()
+    assert "Flags on threads" in html and "show all flags on threads" not in html
