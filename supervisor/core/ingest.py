@@ -15,19 +15,19 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 
 from . import changes, clock, dispatch
 from .batch_write import copy_rows, update_rows
 from .changes import ChangeKind
 from .contract import Event, EventError, event_id_of, parse_event, storable
+from .entity_locks import lock_entities, retrying
 from .models import (
     BackgroundItem,
     DeadLetter,
     Environment,
     IngestedEvent,
-    Namespace,
     Run,
     Source,
     Task,
@@ -75,21 +75,21 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
     result = IngestResult()
     valid: list[Event] = []
     raw_by_id: dict[str, Any] = {}
-    dead: list[DeadLetter] = []
+    dead: list[dict[str, Any]] = []  # DeadLetter fields: rows are made per attempt
     seen_in_batch: set[str] = set()
     for index, raw in enumerate(raw_events):
         if isinstance(raw, UnreadableLine):
             error = storable(raw.error)
             result.rejected.append({"index": index, "id": None, "error": error})
             # Kept as sent, but for NUL: PostgreSQL text cannot hold it (an escape instead).
-            dead.append(DeadLetter(source=source, body=storable(raw.text), error=error))
+            dead.append({"body": storable(raw.text), "error": error})
             continue
         try:
             event = parse_event(raw)
         except EventError as exc:
             event_id, error = event_id_of(raw), storable(str(exc))
             result.rejected.append({"index": index, "id": event_id, "error": error})
-            dead.append(DeadLetter(source=source, event_id=event_id, body=_dump(raw), error=error))
+            dead.append({"event_id": event_id, "body": _dump(raw), "error": error})
             continue
         if event.id in seen_in_batch:
             result.duplicates += 1
@@ -98,11 +98,27 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         valid.append(event)
         raw_by_id[event.id] = raw
 
+    return retrying(lambda: _store(source, valid, raw_by_id, dead, result))
+
+
+def _store(
+    source: Source,
+    valid: list[Event],
+    raw_by_id: dict[str, Any],
+    dead: list[dict[str, Any]],
+    parsed: IngestResult,
+) -> IngestResult:
+    """The batch's one transaction; run again whole if PostgreSQL rolled it back."""
+    result = IngestResult(duplicates=parsed.duplicates, rejected=list(parsed.rejected))
     with transaction.atomic():
-        # One writer per namespace at a time: entity rows are read, merged and written.
-        Namespace.objects.select_for_update().filter(pk=source.namespace_id).first()
+        # Writers wait only for batches naming the same entities (entity_locks).
+        named = named_entities(valid)
+        lock_entities(
+            source.namespace_id,
+            [(kind, entity_id) for kind, ids in named.items() for entity_id in ids],
+        )
         if dead:
-            DeadLetter.objects.bulk_create(dead)
+            DeadLetter.objects.bulk_create([DeadLetter(source=source, **d) for d in dead])
         existing = _existing_ids(source, [e.id for e in valid])
         # Events past their retention are gone; the reports and rejections they made are not.
         existing |= known_event_ids(source, [e for e in valid if e.id not in existing])
@@ -218,6 +234,25 @@ def _newer(at: datetime, event_id: str, current_at: datetime | None, current_eve
     return (at, event_id) > (current_at, current_event)
 
 
+def named_entities(events: list[Event]) -> dict[str, set[str]]:
+    """The entity rows the events name, by kind: what a batch reads, merges and writes
+    back."""
+    want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
+    for event in events:
+        data = event.data
+        for name in ("thread", "parent_thread", "child_thread"):
+            if getattr(data, name, None):
+                want["thread"].add(getattr(data, name))
+        if event.type == "wake.queued" and data.source.thread:
+            want["thread"].add(data.source.thread)
+        for name in ("task", "run", "item", "wake"):
+            if event.type.split(".")[0] in {"task", "run", "background", "wake"} and getattr(
+                data, name, None
+            ):
+                want[name].add(getattr(data, name))
+    return want
+
+
 class Mirror:
     """Entity rows of one namespace touched by a batch, loaded lazily, written in bulk."""
 
@@ -250,19 +285,7 @@ class Mirror:
         self._write()
 
     def _load(self, events: list[Event]) -> None:
-        want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
-        for event in events:
-            data = event.data
-            for name in ("thread", "parent_thread", "child_thread"):
-                if getattr(data, name, None):
-                    want["thread"].add(getattr(data, name))
-            if event.type == "wake.queued" and data.source.thread:
-                want["thread"].add(data.source.thread)
-            for name, key in (("task", "task"), ("run", "run"), ("item", "item"), ("wake", "wake")):
-                if event.type.split(".")[0] in {"task", "run", "background", "wake"} and getattr(
-                    data, name, None
-                ):
-                    want[key].add(getattr(data, name))
+        want = named_entities(events)
         ns = self.namespace_id
         self.threads = _by_id(Thread, ns, "thread_id", want["thread"])
         self.tasks = _by_id(Task, ns, "task_id", want["task"])
@@ -481,12 +504,28 @@ class Mirror:
         Thread.objects.filter(
             namespace_id=self.namespace_id, thread_id__in=self.touched_threads - self.threads.keys()
         ).update(last_event_at=now)
-        for name, at in self.environments.items():
-            env, created = Environment.objects.get_or_create(
-                namespace_id=self.namespace_id, name=name, defaults={"last_event_at": at}
-            )
-            if not created and (env.last_event_at is None or env.last_event_at < at):
-                Environment.objects.filter(pk=env.pk).update(last_event_at=at)
+        _note_environments(self.namespace_id, self.environments)
+
+
+def _note_environments(namespace_id: int, latest: dict[str, datetime]) -> None:
+    """New environments get their row with the batch; the latest `at` of known ones
+    moves after the commit, so that batches of one environment never wait for each
+    other on its row (nothing reads that time but operators)."""
+    Environment.objects.bulk_create(
+        [
+            Environment(namespace_id=namespace_id, name=n, last_event_at=at)
+            for n, at in latest.items()
+        ],
+        ignore_conflicts=True,
+    )
+
+    def move_on() -> None:
+        for name, at in sorted(latest.items()):
+            Environment.objects.filter(namespace_id=namespace_id, name=name).filter(
+                Q(last_event_at__isnull=True) | Q(last_event_at__lt=at)
+            ).update(last_event_at=at)
+
+    transaction.on_commit(move_on, robust=True)
 
 
 def _by_id(model, namespace_id: int, key: str, ids: set[str], related=()) -> dict:
