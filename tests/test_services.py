@@ -11,7 +11,7 @@ from django.db import connection, connections, transaction
 from supervisor.celery import app
 from supervisor.core import clock
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import IngestedEvent, Run, Source, Task, Thread
+from supervisor.core.models import IngestedEvent, Namespace, Run, Source, Task, Thread
 from supervisor.core.sources import do_create_source
 from tests.factories import task_events
 
@@ -116,9 +116,10 @@ def test_batches_naming_different_entities_of_one_namespace_do_not_wait_for_each
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_batch_deadlocked_with_an_evaluations_updates_is_tried_again_and_applied_once():
-    """An evaluation records tasks, then threads; ingest writes threads, then tasks. When
-    the two cross, PostgreSQL rolls one back: ingest's batch then runs again whole."""
+def test_a_batch_deadlocked_with_another_writer_is_tried_again_and_applied_once():
+    """A writer that updates tasks, then threads, outside the namespace's row lock;
+    ingest writes threads, then tasks. When the two cross, PostgreSQL rolls one back:
+    ingest's batch then runs again whole."""
     source, _ = do_create_source("origin", namespace="install")
     events = task_events(1)
     apply_events(source, events[:1])  # the task and its threads exist
@@ -142,6 +143,34 @@ def test_a_batch_deadlocked_with_an_evaluations_updates_is_tried_again_and_appli
     assert IngestedEvent.objects.count() == len(events)
     assert Run.objects.filter(finished_event__isnull=False).count() == 1
     assert Task.objects.get(pk=task.pk).report_event == "t1-rep"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_waits_for_an_evaluation_holding_its_namespace_instead_of_deadlocking(caplog):
+    """An evaluation locks the namespace's row, then records tasks and threads: a batch
+    begins by sharing that row, so it waits for the evaluation before taking any row."""
+    source, _ = do_create_source("origin", namespace="install")
+    events = task_events(1)
+    apply_events(source, events[:1])
+    task = Task.objects.get(task_id="task:t1")
+    locked = threading.Event()
+
+    def evaluation():
+        with transaction.atomic():
+            Namespace.objects.select_for_update().get(pk=source.namespace_id)
+            Task.objects.filter(pk=task.pk).update(evaluated_at=clock.now())
+            locked.set()
+            time.sleep(0.5)
+            Thread.objects.filter(thread_id="thread:lead").update(evaluated_at=clock.now())
+
+    evaluator, errors = _in_a_thread(evaluation)
+    assert locked.wait(timeout=10)
+    with caplog.at_level("INFO", logger="supervisor.core.entity_locks"):
+        result = apply_events(source, events[1:])
+    evaluator.join(timeout=30)
+    assert not errors
+    assert not [r for r in caplog.records if "rolled back" in r.getMessage()]
+    assert result.accepted == len(events) - 1
 
 
 def test_celery_sends_and_receives_through_redis():

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 
 from django.db import OperationalError, connection
 
+from .models import Namespace
+
 log = logging.getLogger(__name__)
 
 ENTITY_CLASS = 0x1C0E  # "ingest, one entity"
@@ -50,6 +52,17 @@ def lock_entities(namespace_id: int, entities: Iterable[tuple[str, str]]) -> Non
     """Wait for, then hold until the transaction ends, the entities `(kind, id)`."""
     if connection.vendor != "postgresql":
         return
+    with connection.cursor() as cursor:
+        # Shared with every other batch: it waits only for a writer that takes the whole
+        # namespace row (an evaluation recording its verdicts), and such a writer for the
+        # batches under way. Without it a batch would take this lock at its commit anyway
+        # (its new rows' foreign key to the namespace), holding its rows meanwhile: the
+        # evaluation, waiting for those rows, and the batch then deadlocked.
+        cursor.execute(
+            f"SELECT 1 FROM {connection.ops.quote_name(Namespace._meta.db_table)} "
+            "WHERE id = %s FOR KEY SHARE",
+            [namespace_id],
+        )
     keys = sorted({entity_key(namespace_id, kind, entity_id) for kind, entity_id in entities})
     with connection.cursor() as cursor:
         if len(keys) > MOST_KEYS:

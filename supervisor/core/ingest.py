@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 
@@ -180,13 +180,28 @@ def mark_committed(namespace_id: int, tasks: list[str], threads: list[str]) -> N
     evaluation that could have missed the batch."""
     now = clock.now()
     try:
-        for model, key, ids in ((Task, "task_id", tasks), (Thread, "thread_id", threads)):
-            if ids:
-                model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids}).update(
-                    last_event_at=Greatest(F("last_event_at"), Value(now))
-                )
+        # Threads, then tasks, each in order of id: the order ingest locks them in.
+        with transaction.atomic():
+            for model, key, ids in ((Thread, "thread_id", threads), (Task, "task_id", tasks)):
+                if ids:
+                    lock_in_order(model, key, namespace_id, ids)
+                    model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids}).update(
+                        last_event_at=Greatest(F("last_event_at"), Value(now))
+                    )
     except DatabaseError as exc:  # down since the commit: the batch's own time stays
         log.warning("could not mark %d subject(s) after their batch: %s", len(tasks), exc)
+
+
+def lock_in_order(model, key: str, namespace_id: int, ids) -> None:
+    """Lock the existing rows of these subjects in order of id (PostgreSQL): two writers
+    that each lock threads, then tasks, this way never wait for each other in a circle."""
+    if connection.vendor == "postgresql" and ids:
+        list(
+            model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": list(ids)})
+            .order_by(key)
+            .select_for_update(no_key=True)
+            .values_list("pk", flat=True)
+        )
 
 
 def _json(raw: Any) -> str:
@@ -479,7 +494,9 @@ class Mirror:
             for subject_id in touched:
                 if subject_id in rows:
                     rows[subject_id]["last_event_at"] = now
-        # Threads first: the other rows refer to them by row id.
+        # Threads first: the other rows refer to them by row id. Each table's existing
+        # rows are locked in one ordered pass first (mark_committed locks the same way).
+        lock_in_order(Thread, "thread_id", ns, sorted(self.touched_threads | self.threads.keys()))
         thread_ids = self._upsert(Thread, "thread_id", self.threads)
         for row in self.threads.values():
             if "id" in row:
@@ -495,6 +512,10 @@ class Mirror:
         resolve(self.runs, "thread_id")
         resolve(self.items, "thread_id")
         resolve(self.wakes, "thread_id")
+        Thread.objects.filter(
+            namespace_id=ns, thread_id__in=self.touched_threads - self.threads.keys()
+        ).update(last_event_at=now)
+        lock_in_order(Task, "task_id", ns, sorted(self.touched_tasks | self.tasks.keys()))
         task_ids = self._upsert(Task, "task_id", self.tasks, returning=bool(self.reports))
         for row in self.tasks.values():
             if "id" in row:
@@ -568,9 +589,6 @@ class Mirror:
         # Subjects named without their row in the batch (a wake's source task, say).
         Task.objects.filter(
             namespace_id=ns, task_id__in=self.touched_tasks - self.tasks.keys()
-        ).update(last_event_at=now)
-        Thread.objects.filter(
-            namespace_id=ns, thread_id__in=self.touched_threads - self.threads.keys()
         ).update(last_event_at=now)
         _note_environments(ns, self.environments)
 
