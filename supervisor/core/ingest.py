@@ -136,7 +136,7 @@ def _store(
                     for e in new
                 ],
             )
-            mirror = Mirror(source)
+            mirror = Mirror(source, named)
             for event in new:
                 mirror.apply(event)
             mirror.save()
@@ -250,22 +250,35 @@ def _newer(at: datetime, event_id: str, current_at: datetime | None, current_eve
     return (at, event_id) > (current_at, current_event)
 
 
+# What each type of event names, by kind of entity: (kind, field of its data).
+NAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    "thread.seen": (("thread", "thread"), ("thread", "parent_thread")),
+    "task.delegated": (("task", "task"), ("thread", "parent_thread"), ("thread", "child_thread")),
+    "task.reported": (("task", "task"),),
+    "run.requested": (("thread", "thread"), ("run", "run")),
+    "run.started": (("thread", "thread"), ("run", "run")),
+    "run.activity": (("thread", "thread"), ("run", "run")),
+    "run.finished": (("thread", "thread"), ("run", "run")),
+    "background.started": (("thread", "thread"), ("item", "item")),
+    "background.finished": (("thread", "thread"), ("item", "item")),
+    "wake.queued": (("wake", "wake"), ("thread", "thread")),
+    "wake.delivered": (("wake", "wake"),),
+    "tool.rejected": (("thread", "thread"),),
+}
+
+
 def named_entities(events: list[Event]) -> dict[str, set[str]]:
-    """The entity rows the events name, by kind: what a batch reads, merges and writes
-    back."""
+    """The entity rows the events describe or make, by kind: what a batch reads, merges
+    and writes back."""
     want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
     for event in events:
         data = event.data
-        for name in ("thread", "parent_thread", "child_thread"):
-            if getattr(data, name, None):
-                want["thread"].add(getattr(data, name))
+        for kind, name in NAMES[event.type]:
+            value = getattr(data, name)
+            if value:
+                want[kind].add(value)
         if event.type == "wake.queued" and data.source.thread:
             want["thread"].add(data.source.thread)
-        for name in ("task", "run", "item", "wake"):
-            if event.type.split(".")[0] in {"task", "run", "background", "wake"} and getattr(
-                data, name, None
-            ):
-                want[name].add(getattr(data, name))
     return want
 
 
@@ -282,8 +295,9 @@ class Mirror:
     """Entity rows of one namespace touched by a batch, loaded as plain values, merged
     in dicts and written back with one upsert per table (set_rows)."""
 
-    def __init__(self, source: Source):
+    def __init__(self, source: Source, named: dict[str, set[str]] | None = None):
         self.source = source
+        self.named = named
         self.namespace_id = source.namespace_id
         self.threads: dict[str, dict] = {}
         self.tasks: dict[str, dict] = {}
@@ -311,7 +325,8 @@ class Mirror:
         self._write()
 
     def _load(self, events: list[Event]) -> None:
-        want = named_entities(events)
+        # What the batch locked (a superset when some of its events were duplicates).
+        want = self.named if self.named is not None else named_entities(events)
         for rows, model, key, extra in (
             (self.threads, Thread, "thread_id", {}),
             (self.tasks, Task, "task_id", {}),
