@@ -15,6 +15,7 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
@@ -84,7 +85,15 @@ def _adapters(model, columns: Sequence[str]) -> list:
         return [None] * len(columns)
     kinds = {f.attname: f.get_internal_type() for f in model._meta.concrete_fields}
     adapt = connection.ops.adapt_datetimefield_value
+    if connection.timezone is UTC:
+        adapt = _utc_text  # what the ORM writes, without its settings look-ups per value
     return [adapt if kinds[c] == "DateTimeField" else None for c in columns]
+
+
+def _utc_text(value: datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return str(value)
 
 
 def _prepared(rows: Iterable[Sequence[Any]], adapters: list) -> list[list[Any]]:
