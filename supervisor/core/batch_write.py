@@ -23,6 +23,8 @@ from django.db import connection
 CHUNK = 500  # rows per statement: well inside SQLite's and PostgreSQL's parameter limits
 # SQLite takes UPDATE … FROM since 3.33; older ones get one UPDATE per row.
 SQLITE_UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
+# RETURNING since 3.35; older ones read the ids back with a SELECT.
+SQLITE_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 
 def update_rows(model, changes: Iterable[tuple[Any, dict[str, Any]]]) -> int:
@@ -156,9 +158,17 @@ def set_rows(
             if returning:
                 ids.update(cursor.fetchall())
         return ids
+    if returning and not SQLITE_RETURNING:
+        set_rows(model, key, columns, rows, returning=False)
+        at = {c: i for i, c in enumerate(columns)}
+        found = model.objects.filter(
+            namespace_id=rows[0][at["namespace_id"]], **{f"{key}__in": [r[at[key]] for r in rows]}
+        )
+        return dict(found.values_list(key, "id"))
     row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
     adapters = _adapters(model, columns)
-    per_chunk = max(1, min(CHUNK, 30_000 // len(columns)))  # SQLite takes 32,766 parameters
+    most = connection.features.max_query_params or 30_000  # 999 before SQLite 3.32
+    per_chunk = max(1, min(CHUNK, most // len(columns)))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_chunk):
             chunk = _prepared(rows[start : start + per_chunk], adapters)
