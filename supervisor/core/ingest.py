@@ -4,6 +4,9 @@ Each event is stored once per (source, id), the first one wins. Entity rows are
 derived so that arrival order does not matter: every described part of an entity
 keeps the `at` and id of the event that described it, and a later description
 (by `at`, then event id) replaces an earlier one, whichever arrives first.
+
+A batch waits only for batches naming the same entities (entity_locks.py), reads the
+rows it names as plain values, merges in dicts and writes each table with one upsert.
 """
 
 from __future__ import annotations

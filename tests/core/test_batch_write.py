@@ -1,6 +1,6 @@
-"""Ingest's batch writes: one UPDATE per set of changed columns, COPY for new rows, and the
-upserts and appends from plain values,
-give exactly the rows the ORM would have written, on SQLite and PostgreSQL."""
+"""Ingest's batch writes (one UPDATE per set of changed columns, COPY for new rows, and
+upserts and appends from plain values) give exactly the rows the ORM would have
+written, on SQLite and PostgreSQL."""
 
 from datetime import UTC, datetime
 
