@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 
@@ -26,7 +26,7 @@ from . import changes, clock, dispatch
 from .batch_write import insert_rows, set_rows
 from .changes import ChangeKind
 from .contract import Event, EventError, event_id_of, parse_event, storable
-from .entity_locks import lock_entities, retrying
+from .entity_locks import lock_entities, lock_in_order, retrying
 from .models import (
     BackgroundItem,
     DeadLetter,
@@ -193,18 +193,6 @@ def mark_committed(namespace_id: int, tasks: list[str], threads: list[str]) -> N
                     )
     except DatabaseError as exc:  # down since the commit: the batch's own time stays
         log.warning("could not mark %d subject(s) after their batch: %s", len(tasks), exc)
-
-
-def lock_in_order(model, key: str, namespace_id: int, ids) -> None:
-    """Lock the existing rows of these subjects in order of id (PostgreSQL): two writers
-    that each lock threads, then tasks, this way never wait for each other in a circle."""
-    if connection.vendor == "postgresql" and ids:
-        list(
-            model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": list(ids)})
-            .order_by(key)
-            .select_for_update(no_key=True)
-            .values_list("pk", flat=True)
-        )
 
 
 def _json(raw: Any) -> str:
