@@ -4,7 +4,9 @@
 `UPDATE … FROM (VALUES …)` per set of columns, instead of one UPDATE per row (a batch
 of 500 events changes a few hundred rows, and the round trips were most of its cost).
 `copy_rows` appends rows with PostgreSQL's COPY, skipping the ORM's per-value
-preparation; elsewhere it is `bulk_create`.
+preparation; elsewhere it is `bulk_create`. `insert_rows` and `set_rows` take plain
+values instead of model instances: appended rows (COPY, or executemany), and rows
+written whole by their natural key (one `INSERT … ON CONFLICT … DO UPDATE` per chunk).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
@@ -20,6 +23,8 @@ from django.db import connection
 CHUNK = 500  # rows per statement: well inside SQLite's and PostgreSQL's parameter limits
 # SQLite takes UPDATE … FROM since 3.33; older ones get one UPDATE per row.
 SQLITE_UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
+# RETURNING since 3.35; older ones read the ids back with a SELECT.
+SQLITE_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 
 def update_rows(model, changes: Iterable[tuple[Any, dict[str, Any]]]) -> int:
@@ -73,6 +78,109 @@ def _field_name(meta, attname: str) -> str:
         if field.attname == attname:
             return field.name
     raise ValueError(f"{meta.label} has no column {attname!r}")
+
+
+def _adapters(model, columns: Sequence[str]) -> list:
+    """Per column, what turns a Python value into what the driver takes: nothing but
+    SQLite's datetimes (stored as naive UTC text, as the ORM stores them)."""
+    if connection.vendor != "sqlite":
+        return [None] * len(columns)
+    kinds = {f.attname: f.get_internal_type() for f in model._meta.concrete_fields}
+    adapt = connection.ops.adapt_datetimefield_value
+    if connection.timezone is UTC:
+        adapt = _utc_text  # what the ORM writes, without its settings look-ups per value
+    return [adapt if kinds[c] == "DateTimeField" else None for c in columns]
+
+
+def _utc_text(value: datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return str(value)
+
+
+def _prepared(rows: Iterable[Sequence[Any]], adapters: list) -> list[list[Any]]:
+    if not any(adapters):
+        return [list(row) for row in rows]
+    return [
+        [a(v) if a and v is not None else v for a, v in zip(adapters, row, strict=True)]
+        for row in rows
+    ]
+
+
+def insert_rows(model, columns: Sequence[str], rows: list[Sequence[Any]]) -> None:
+    """Append rows given as values in `columns` order (attnames; JSON already as text):
+    COPY on PostgreSQL, one executemany elsewhere."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    names = ", ".join(quote(c) for c in columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        slots = ", ".join(["%s"] * len(columns))
+        cursor.executemany(
+            f"INSERT INTO {table} ({names}) VALUES ({slots})",
+            _prepared(rows, _adapters(model, columns)),
+        )
+
+
+def set_rows(
+    model, key: str, columns: Sequence[str], rows: list[Sequence[Any]], *, returning: bool = True
+) -> dict[str, Any]:
+    """Insert rows, or overwrite `columns` of those that exist, by (namespace_id, key):
+    one `INSERT … ON CONFLICT … DO UPDATE` per chunk. `columns` hold namespace_id and
+    key. Returns the row ids by key (when `returning`)."""
+    if not rows:
+        return {}
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    names = ", ".join(quote(c) for c in columns)
+    assignments = ", ".join(
+        f"{quote(c)} = excluded.{quote(c)}" for c in columns if c not in {"namespace_id", key}
+    )
+    tail = f" RETURNING {quote(key)}, {quote('id')}" if returning else ""
+    conflict = f"ON CONFLICT ({quote('namespace_id')}, {quote(key)}) DO UPDATE SET {assignments}"
+    ids: dict[str, Any] = {}
+    if connection.vendor == "postgresql":
+        # One array per column: a short statement, the same for every batch, which
+        # psycopg and PostgreSQL parse once, whatever the number of rows.
+        fields = {f.attname: f for f in model._meta.concrete_fields}
+        arrays = ", ".join(f"%s::{fields[c].cast_db_type(connection)}[]" for c in columns)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}{tail}",
+                [list(values) for values in zip(*rows, strict=True)],
+            )
+            if returning:
+                ids.update(cursor.fetchall())
+        return ids
+    if returning and not SQLITE_RETURNING:
+        set_rows(model, key, columns, rows, returning=False)
+        at = {c: i for i, c in enumerate(columns)}
+        found = model.objects.filter(
+            namespace_id=rows[0][at["namespace_id"]], **{f"{key}__in": [r[at[key]] for r in rows]}
+        )
+        return dict(found.values_list(key, "id"))
+    row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    adapters = _adapters(model, columns)
+    most = connection.features.max_query_params or 30_000  # 999 before SQLite 3.32
+    per_chunk = max(1, min(CHUNK, most // len(columns)))
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), per_chunk):
+            chunk = _prepared(rows[start : start + per_chunk], adapters)
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) VALUES {', '.join([row_sql] * len(chunk))} "
+                + conflict
+                + tail,
+                [value for row in chunk for value in row],
+            )
+            if returning:
+                ids.update(cursor.fetchall())
+    return ids
 
 
 def copy_rows(model, rows: list) -> None:

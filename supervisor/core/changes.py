@@ -7,6 +7,7 @@ the details of that change, in its own transaction."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
@@ -14,7 +15,7 @@ from typing import NamedTuple
 from django.db import models
 
 from . import clock
-from .batch_write import copy_rows
+from .batch_write import insert_rows
 from .models import Change
 
 
@@ -92,6 +93,21 @@ def record(
 
 
 def record_all(changes: Iterable[tuple[ChangeKind, Subject]], *, at: datetime | None = None):
-    """Append many changes at once, in order (ingest's touched tasks and threads)."""
+    """Append many changes at once, in order (ingest's touched tasks and threads), from
+    plain values: no model instance per row."""
     at = at or clock.now()
-    copy_rows(Change, [row(kind, subject, at=at) for kind, subject in changes])
+    insert_rows(
+        Change,
+        ["at", "namespace_id", "kind", "subject_type", "subject_id", "payload"],
+        [
+            (
+                at,
+                subject.namespace_id,
+                ChangeKind(kind).value,
+                subject.type,
+                subject.id,
+                json.dumps(subject.facts or {}),
+            )
+            for kind, subject in changes
+        ],
+    )

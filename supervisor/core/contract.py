@@ -283,8 +283,31 @@ def storable(text: str) -> str:
     return UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _fine(value: Any, depth: int) -> bool:
+    """_check_storable's question without its messages: the common case, answered
+    without building a field path per key."""
+    if depth > MAX_DEPTH:
+        return False
+    kind = type(value)
+    if kind is str:
+        return UNSTORABLE.search(value) is None
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or UNSTORABLE.search(key) or not _fine(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(_fine(item, depth + 1) for item in value)
+    if kind is float:
+        return math.isfinite(value)
+    return kind in (int, bool) or value is None
+
+
 def _check_storable(raw: Any) -> None:
     """Every string (keys too) storable, every number finite, nesting bounded."""
+    if _fine(raw, 0):
+        return
+    # Something is wrong (or unusual: a subclass of str, say): find what, and where.
     pending = [(raw, "", 0)]
     while pending:
         value, where, depth = pending.pop()

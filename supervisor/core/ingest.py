@@ -4,6 +4,9 @@ Each event is stored once per (source, id), the first one wins. Entity rows are
 derived so that arrival order does not matter: every described part of an entity
 keeps the `at` and id of the event that described it, and a later description
 (by `at`, then event id) replaces an earlier one, whichever arrives first.
+
+A batch waits only for batches naming the same entities (entity_locks.py), reads the
+rows it names as plain values, merges in dicts and writes each table with one upsert.
 """
 
 from __future__ import annotations
@@ -12,22 +15,23 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db import DatabaseError, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 
 from . import changes, clock, dispatch
-from .batch_write import copy_rows, update_rows
+from .batch_write import insert_rows, set_rows
 from .changes import ChangeKind
 from .contract import Event, EventError, event_id_of, parse_event, storable
+from .entity_locks import lock_entities, lock_in_order, retrying
 from .models import (
     BackgroundItem,
     DeadLetter,
     Environment,
     IngestedEvent,
-    Namespace,
     Run,
     Source,
     Task,
@@ -75,21 +79,21 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
     result = IngestResult()
     valid: list[Event] = []
     raw_by_id: dict[str, Any] = {}
-    dead: list[DeadLetter] = []
+    dead: list[dict[str, Any]] = []  # DeadLetter fields: rows are made per attempt
     seen_in_batch: set[str] = set()
     for index, raw in enumerate(raw_events):
         if isinstance(raw, UnreadableLine):
             error = storable(raw.error)
             result.rejected.append({"index": index, "id": None, "error": error})
             # Kept as sent, but for NUL: PostgreSQL text cannot hold it (an escape instead).
-            dead.append(DeadLetter(source=source, body=storable(raw.text), error=error))
+            dead.append({"body": storable(raw.text), "error": error})
             continue
         try:
             event = parse_event(raw)
         except EventError as exc:
             event_id, error = event_id_of(raw), storable(str(exc))
             result.rejected.append({"index": index, "id": event_id, "error": error})
-            dead.append(DeadLetter(source=source, event_id=event_id, body=_dump(raw), error=error))
+            dead.append({"event_id": event_id, "body": _dump(raw), "error": error})
             continue
         if event.id in seen_in_batch:
             result.duplicates += 1
@@ -98,11 +102,27 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         valid.append(event)
         raw_by_id[event.id] = raw
 
+    return retrying(lambda: _store(source, valid, raw_by_id, dead, result))
+
+
+def _store(
+    source: Source,
+    valid: list[Event],
+    raw_by_id: dict[str, Any],
+    dead: list[dict[str, Any]],
+    parsed: IngestResult,
+) -> IngestResult:
+    """The batch's one transaction; run again whole if PostgreSQL rolled it back."""
+    result = IngestResult(duplicates=parsed.duplicates, rejected=list(parsed.rejected))
     with transaction.atomic():
-        # One writer per namespace at a time: entity rows are read, merged and written.
-        Namespace.objects.select_for_update().filter(pk=source.namespace_id).first()
+        # Writers wait only for batches naming the same entities (entity_locks).
+        named = named_entities(valid)
+        lock_entities(
+            source.namespace_id,
+            [(kind, entity_id) for kind, ids in named.items() for entity_id in ids],
+        )
         if dead:
-            DeadLetter.objects.bulk_create(dead)
+            DeadLetter.objects.bulk_create([DeadLetter(source=source, **d) for d in dead])
         existing = _existing_ids(source, [e.id for e in valid])
         # Events past their retention are gone; the reports and rejections they made are not.
         existing |= known_event_ids(source, [e for e in valid if e.id not in existing])
@@ -110,21 +130,16 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         result.duplicates += len(valid) - len(new)
         result.accepted = len(new)
         if new:
-            copy_rows(
+            received = clock.now()
+            insert_rows(
                 IngestedEvent,
+                ["source_id", "event_id", "type", "at", "env", "data", "received_at"],
                 [
-                    IngestedEvent(
-                        source=source,
-                        event_id=e.id,
-                        type=e.type,
-                        at=e.at,
-                        env=e.env,
-                        data=raw_by_id[e.id].get("data", {}),
-                    )
+                    (source.pk, e.id, e.type, e.at, e.env, _json(raw_by_id[e.id]), received)
                     for e in new
                 ],
             )
-            mirror = Mirror(source)
+            mirror = Mirror(source, named)
             for event in new:
                 mirror.apply(event)
             mirror.save()
@@ -168,13 +183,21 @@ def mark_committed(namespace_id: int, tasks: list[str], threads: list[str]) -> N
     evaluation that could have missed the batch."""
     now = clock.now()
     try:
-        for model, key, ids in ((Task, "task_id", tasks), (Thread, "thread_id", threads)):
-            if ids:
-                model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids}).update(
-                    last_event_at=Greatest(F("last_event_at"), Value(now))
-                )
+        # Threads, then tasks, each in order of id: the order ingest locks them in.
+        with transaction.atomic():
+            for model, key, ids in ((Thread, "thread_id", threads), (Task, "task_id", tasks)):
+                if ids:
+                    lock_in_order(model, key, namespace_id, ids)
+                    model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids}).update(
+                        last_event_at=Greatest(F("last_event_at"), Value(now))
+                    )
     except DatabaseError as exc:  # down since the commit: the batch's own time stays
         log.warning("could not mark %d subject(s) after their batch: %s", len(tasks), exc)
+
+
+def _json(raw: Any) -> str:
+    """An accepted event's data as JSON text, as the JSON column stores it."""
+    return json.dumps(raw.get("data", {}))
 
 
 def _dump(raw: Any) -> str:
@@ -218,23 +241,66 @@ def _newer(at: datetime, event_id: str, current_at: datetime | None, current_eve
     return (at, event_id) > (current_at, current_event)
 
 
-class Mirror:
-    """Entity rows of one namespace touched by a batch, loaded lazily, written in bulk."""
+# What each type of event names, by kind of entity: (kind, field of its data).
+NAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    "thread.seen": (("thread", "thread"), ("thread", "parent_thread")),
+    "task.delegated": (("task", "task"), ("thread", "parent_thread"), ("thread", "child_thread")),
+    "task.reported": (("task", "task"),),
+    "run.requested": (("thread", "thread"), ("run", "run")),
+    "run.started": (("thread", "thread"), ("run", "run")),
+    "run.activity": (("thread", "thread"), ("run", "run")),
+    "run.finished": (("thread", "thread"), ("run", "run")),
+    "background.started": (("thread", "thread"), ("item", "item")),
+    "background.finished": (("thread", "thread"), ("item", "item")),
+    "wake.queued": (("wake", "wake"), ("thread", "thread")),
+    "wake.delivered": (("wake", "wake"),),
+    "tool.rejected": (("thread", "thread"),),
+}
 
-    def __init__(self, source: Source):
+
+def named_entities(events: list[Event]) -> dict[str, set[str]]:
+    """The entity rows the events describe or make, by kind: what a batch reads, merges
+    and writes back."""
+    want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
+    for event in events:
+        data = event.data
+        for kind, name in NAMES[event.type]:
+            value = getattr(data, name)
+            if value:
+                want[kind].add(value)
+        if event.type == "wake.queued" and data.source.thread:
+            want["thread"].add(data.source.thread)
+    return want
+
+
+class Ref(str):
+    """A thread named by its orchestrator id, where a row keeps the thread's row id:
+    resolved when the batch's threads are written."""
+
+
+# Written by detection alone: ingest never writes them back.
+DETECTION_COLUMNS = {"evaluated_at", "next_check_at"}
+
+
+class Mirror:
+    """Entity rows of one namespace touched by a batch, loaded as plain values, merged
+    in dicts and written back with one upsert per table (set_rows)."""
+
+    def __init__(self, source: Source, named: dict[str, set[str]] | None = None):
         self.source = source
+        self.named = named
         self.namespace_id = source.namespace_id
-        self.threads: dict[str, Thread] = {}
-        self.tasks: dict[str, Task] = {}
-        self.runs: dict[str, Run] = {}
-        self.items: dict[str, BackgroundItem] = {}
-        self.wakes: dict[str, Wake] = {}
-        self.reports: list[TaskReport] = []
-        self.rejections: list[ToolRejection] = []
+        self.threads: dict[str, dict] = {}
+        self.tasks: dict[str, dict] = {}
+        self.runs: dict[str, dict] = {}
+        self.items: dict[str, dict] = {}
+        self.wakes: dict[str, dict] = {}
+        self.loaded: dict[tuple[str, str], dict] = {}
+        self.reports: list[tuple[str, Event]] = []
+        self.rejections: list[Event] = []
         self.environments: dict[str, datetime] = {}
         self.touched_tasks: set[str] = set()
         self.touched_threads: set[str] = set()
-        self._loaded = False
         self._pending: list[Event] = []
 
     # Events are collected first so that every row they name is loaded in one query per model.
@@ -250,165 +316,145 @@ class Mirror:
         self._write()
 
     def _load(self, events: list[Event]) -> None:
-        want: dict[str, set[str]] = {k: set() for k in ("thread", "task", "run", "item", "wake")}
-        for event in events:
-            data = event.data
-            for name in ("thread", "parent_thread", "child_thread"):
-                if getattr(data, name, None):
-                    want["thread"].add(getattr(data, name))
-            if event.type == "wake.queued" and data.source.thread:
-                want["thread"].add(data.source.thread)
-            for name, key in (("task", "task"), ("run", "run"), ("item", "item"), ("wake", "wake")):
-                if event.type.split(".")[0] in {"task", "run", "background", "wake"} and getattr(
-                    data, name, None
-                ):
-                    want[key].add(getattr(data, name))
-        ns = self.namespace_id
-        self.threads = _by_id(Thread, ns, "thread_id", want["thread"])
-        self.tasks = _by_id(Task, ns, "task_id", want["task"])
-        self.runs = _by_id(Run, ns, "run_id", want["run"])
-        self.items = _by_id(BackgroundItem, ns, "item_id", want["item"])
-        self.wakes = _by_id(Wake, ns, "wake_id", want["wake"], related=("thread",))
+        # What the batch locked (a superset when some of its events were duplicates).
+        want = self.named if self.named is not None else named_entities(events)
+        for rows, model, key, extra in (
+            (self.threads, Thread, "thread_id", {}),
+            (self.tasks, Task, "task_id", {}),
+            (self.runs, Run, "run_id", {}),
+            (self.items, BackgroundItem, "item_id", {}),
+            # A delivery touches the wake's thread: its orchestrator id comes along.
+            (self.wakes, Wake, "wake_id", {"thread_ref": F("thread__thread_id")}),
+        ):
+            ids = sorted(want[model_kind(model)])
+            for start in range(0, len(ids), 500):
+                query = model.objects.filter(
+                    namespace_id=self.namespace_id, **{f"{key}__in": ids[start : start + 500]}
+                )
+                for row in query.values("id", "namespace_id", *owned_columns(model), **extra):
+                    rows[row[key]] = row
+                    self.loaded[(key, row[key])] = dict(row)
 
-    def _thread(self, thread_id: str | None) -> Thread | None:
+    def _thread(self, thread_id: str | None) -> Ref | None:
+        """The thread, made if new and marked touched: its reference for a row."""
         if thread_id is None:
             return None
-        thread = self.threads.get(thread_id)
-        if thread is None:
-            thread = self.threads[thread_id] = Thread(
-                namespace_id=self.namespace_id, thread_id=thread_id
-            )
+        if thread_id not in self.threads:
+            self.threads[thread_id] = new_row(Thread, self.namespace_id, thread_id)
         self.touched_threads.add(thread_id)
-        return thread
+        return Ref(thread_id)
 
-    def _entity(self, cache: dict, model, key: str, entity_id: str, **defaults):
+    def _entity(self, cache: dict, model, entity_id: str, **defaults) -> dict:
         row = cache.get(entity_id)
         if row is None:
-            row = cache[entity_id] = model(
-                namespace_id=self.namespace_id, **{key: entity_id}, **defaults
-            )
+            row = cache[entity_id] = new_row(model, self.namespace_id, entity_id)
+            row.update(defaults)
         return row
 
-    def _task(self, task_id: str) -> Task:
+    def _task(self, task_id: str) -> dict:
         self.touched_tasks.add(task_id)
-        return self._entity(self.tasks, Task, "task_id", task_id)
+        return self._entity(self.tasks, Task, task_id)
 
-    def _run(self, event: Event) -> Run:
+    def _run(self, event: Event) -> dict:
         return self._entity(
-            self.runs, Run, "run_id", event.data.run, thread=self._thread(event.data.thread)
+            self.runs, Run, event.data.run, thread_id=self._thread(event.data.thread)
         )
 
-    def _item(self, event: Event) -> BackgroundItem:
+    def _item(self, event: Event) -> dict:
         return self._entity(
-            self.items,
-            BackgroundItem,
-            "item_id",
-            event.data.item,
-            thread=self._thread(event.data.thread),
+            self.items, BackgroundItem, event.data.item, thread_id=self._thread(event.data.thread)
         )
 
-    def _wake(self, wake_id: str) -> Wake:
-        return self._entity(self.wakes, Wake, "wake_id", wake_id)
+    def _wake(self, wake_id: str) -> dict:
+        return self._entity(self.wakes, Wake, wake_id, thread_ref=None)
 
     # One method per event type: _<type with dots as underscores>.
 
     def _thread_seen(self, event, data):
-        thread = self._thread(data.thread)
+        self._thread(data.thread)
+        thread = self.threads[data.thread]
         self._thread(data.parent_thread)
-        if _newer(event.at, event.id, thread.seen_at, thread.seen_event):
-            thread.title = data.title or ""
-            thread.parent_thread_id = data.parent_thread
-            thread.provider = data.provider
-            thread.model = data.model
-            thread.seen_at, thread.seen_event = event.at, event.id
+        if _newer(event.at, event.id, thread["seen_at"], thread["seen_event"]):
+            thread["title"] = data.title or ""
+            thread["parent_thread_id"] = data.parent_thread
+            thread["provider"] = data.provider
+            thread["model"] = data.model
+            thread["seen_at"], thread["seen_event"] = event.at, event.id
 
     def _task_delegated(self, event, data):
         task = self._task(data.task)
         parent, child = self._thread(data.parent_thread), self._thread(data.child_thread)
-        if _newer(event.at, event.id, task.delegated_at, task.delegated_event):
-            task.known = True
-            task.parent_thread, task.child_thread = parent, child
-            task.title = data.title
-            task.mode = data.mode
-            task.prompt = data.prompt
-            task.client_request_id = data.client_request_id
-            task.parent_run_id = data.parent_run
-            task.target_env = data.target_env
-            task.requested_at = data.requested_at
-            task.follow_up_of = data.follow_up_of
-            task.env = event.env
-            task.delegated_at, task.delegated_event = event.at, event.id
+        if _newer(event.at, event.id, task["delegated_at"], task["delegated_event"]):
+            task["known"] = True
+            task["parent_thread_id"], task["child_thread_id"] = parent, child
+            task["title"] = data.title
+            task["mode"] = data.mode
+            task["prompt"] = data.prompt
+            task["client_request_id"] = data.client_request_id
+            task["parent_run_id"] = data.parent_run
+            task["target_env"] = data.target_env
+            task["requested_at"] = data.requested_at
+            task["follow_up_of"] = data.follow_up_of
+            task["env"] = event.env
+            task["delegated_at"], task["delegated_event"] = event.at, event.id
 
     def _task_reported(self, event, data):
         task = self._task(data.task)
-        report = TaskReport(
-            task=task,
-            source=self.source,
-            event_id=event.id,
-            at=event.at,
-            status=data.status,
-            work_state=data.work_state,
-            summary=data.summary,
-            result_run_id=data.result_run,
-            error=data.error,
-            pending_child_runs=data.pending_child_runs,
-            delivery=data.delivery,
-        )
-        self.reports.append(report)
-        if _newer(event.at, event.id, task.reported_at, task.report_event):
-            task.status = data.status
-            task.work_state = data.work_state
-            task.summary = data.summary
-            task.result_run_id = data.result_run
-            task.error = data.error
-            task.pending_child_runs = data.pending_child_runs
-            task.reported_at, task.report_event = event.at, event.id
+        self.reports.append((data.task, event))
+        if _newer(event.at, event.id, task["reported_at"], task["report_event"]):
+            task["status"] = data.status
+            task["work_state"] = data.work_state
+            task["summary"] = data.summary
+            task["result_run_id"] = data.result_run
+            task["error"] = data.error
+            task["pending_child_runs"] = data.pending_child_runs
+            task["reported_at"], task["report_event"] = event.at, event.id
 
     def _run_requested(self, event, data):
         run = self._run(event)
-        if _newer(event.at, event.id, run.requested_at, run.requested_event):
-            run.thread = self._thread(data.thread)
-            run.ordinal = data.ordinal
-            run.trigger_kind = data.trigger.kind
-            run.trigger_ref = data.trigger.reference
-            run.env = event.env
-            run.requested_at, run.requested_event = event.at, event.id
+        if _newer(event.at, event.id, run["requested_at"], run["requested_event"]):
+            run["thread_id"] = self._thread(data.thread)
+            run["ordinal"] = data.ordinal
+            run["trigger_kind"] = data.trigger.kind
+            run["trigger_ref"] = data.trigger.reference
+            run["env"] = event.env
+            run["requested_at"], run["requested_event"] = event.at, event.id
 
     def _run_started(self, event, data):
         run = self._run(event)
-        if _newer(event.at, event.id, run.started_at, run.started_event):
-            run.started_at, run.started_event = event.at, event.id
+        if _newer(event.at, event.id, run["started_at"], run["started_event"]):
+            run["started_at"], run["started_event"] = event.at, event.id
 
     def _run_activity(self, event, data):
         run = self._run(event)
-        if _newer(event.at, event.id, run.last_activity_at, run.activity_event):
-            run.last_activity_at, run.activity_event = event.at, event.id
+        if _newer(event.at, event.id, run["last_activity_at"], run["activity_event"]):
+            run["last_activity_at"], run["activity_event"] = event.at, event.id
 
     def _run_finished(self, event, data):
         run = self._run(event)
-        if _newer(event.at, event.id, run.finished_at, run.finished_event):
-            run.status = data.status
-            run.summary = data.summary
-            run.error = data.error
-            run.finish_cause = data.cause
-            run.finished_at, run.finished_event = event.at, event.id
+        if _newer(event.at, event.id, run["finished_at"], run["finished_event"]):
+            run["status"] = data.status
+            run["summary"] = data.summary
+            run["error"] = data.error
+            run["finish_cause"] = data.cause
+            run["finished_at"], run["finished_event"] = event.at, event.id
 
     def _background_started(self, event, data):
         item = self._item(event)
-        if _newer(event.at, event.id, item.started_at, item.started_event):
-            item.thread = self._thread(data.thread)
-            item.kind = data.kind
-            item.run_id = data.run
-            item.label = data.label
-            item.awaited = data.awaited
-            item.env = event.env
-            item.started_at, item.started_event = event.at, event.id
+        if _newer(event.at, event.id, item["started_at"], item["started_event"]):
+            item["thread_id"] = self._thread(data.thread)
+            item["kind"] = data.kind
+            item["run_id"] = data.run
+            item["label"] = data.label
+            item["awaited"] = data.awaited
+            item["env"] = event.env
+            item["started_at"], item["started_event"] = event.at, event.id
 
     def _background_finished(self, event, data):
         item = self._item(event)
-        if _newer(event.at, event.id, item.finished_at, item.finished_event):
-            item.finish_status = data.status
-            item.finished_at, item.finished_event = event.at, event.id
+        if _newer(event.at, event.id, item["finished_at"], item["finished_event"]):
+            item["finish_status"] = data.status
+            item["finished_at"], item["finished_event"] = event.at, event.id
 
     def _wake_queued(self, event, data):
         wake = self._wake(data.wake)
@@ -416,116 +462,209 @@ class Mirror:
         self._thread(data.source.thread)
         if data.source.task:
             self.touched_tasks.add(data.source.task)
-        if _newer(event.at, event.id, wake.queued_at, wake.queued_event):
-            wake.thread = thread
-            wake.source_kind = data.source.kind
-            wake.source_task = data.source.task
-            wake.source_thread = data.source.thread
-            wake.source_item = data.source.item
-            wake.summary = data.summary
-            wake.outcome = data.outcome
-            wake.env = event.env
-            wake.queued_at, wake.queued_event = event.at, event.id
+        if _newer(event.at, event.id, wake["queued_at"], wake["queued_event"]):
+            wake["thread_id"], wake["thread_ref"] = thread, data.thread
+            wake["source_kind"] = data.source.kind
+            wake["source_task"] = data.source.task
+            wake["source_thread"] = data.source.thread
+            wake["source_item"] = data.source.item
+            wake["summary"] = data.summary
+            wake["outcome"] = data.outcome
+            wake["env"] = event.env
+            wake["queued_at"], wake["queued_event"] = event.at, event.id
 
     def _wake_delivered(self, event, data):
         wake = self._wake(data.wake)
         # The delivery changes what the wake's target and source task are judged on.
-        if wake.thread is not None:
-            self.touched_threads.add(wake.thread.thread_id)
-        if wake.source_task:
-            self.touched_tasks.add(wake.source_task)
-        if _newer(event.at, event.id, wake.delivered_at, wake.delivered_event):
-            wake.delivered_run = data.run
-            wake.delivered_at, wake.delivered_event = event.at, event.id
+        if wake["thread_ref"] is not None:
+            self.touched_threads.add(wake["thread_ref"])
+        if wake["source_task"]:
+            self.touched_tasks.add(wake["source_task"])
+        if _newer(event.at, event.id, wake["delivered_at"], wake["delivered_event"]):
+            wake["delivered_run"] = data.run
+            wake["delivered_at"], wake["delivered_event"] = event.at, event.id
 
     def _tool_rejected(self, event, data):
-        self.rejections.append(
-            ToolRejection(
-                namespace_id=self.namespace_id,
-                thread=self._thread(data.thread),
-                source=self.source,
-                event_id=event.id,
-                at=event.at,
-                tool=data.tool,
-                code=data.code,
-                message=data.message,
-                caller=data.caller,
-                env=event.env,
-            )
-        )
+        self._thread(data.thread)
+        self.rejections.append(event)
 
     def _write(self) -> None:
         # Detection bookkeeping (the evaluation job and the sweep start from these),
         # written with the rows themselves where the batch holds them.
         now = clock.now()
+        ns = self.namespace_id
         for touched, rows in (
             (self.touched_tasks, self.tasks),
             (self.touched_threads, self.threads),
         ):
             for subject_id in touched:
                 if subject_id in rows:
-                    rows[subject_id].last_event_at = now
-        # Threads first: Django fills the other rows' foreign keys from the saved instances.
-        _save_all(Thread, self.threads.values())
-        _save_all(Task, self.tasks.values())
-        # Nothing refers to these by key: their new rows need no ids back.
-        _save_all(Run, self.runs.values(), ids=False)
-        _save_all(BackgroundItem, self.items.values(), ids=False)
-        _save_all(Wake, self.wakes.values(), ids=False)
-        copy_rows(TaskReport, self.reports)
-        copy_rows(ToolRejection, self.rejections)
+                    rows[subject_id]["last_event_at"] = now
+        # Threads first: the other rows refer to them by row id. Each table's existing
+        # rows are locked in one ordered pass first (mark_committed locks the same way).
+        lock_in_order(Thread, "thread_id", ns, sorted(self.touched_threads | self.threads.keys()))
+        thread_ids = self._upsert(Thread, "thread_id", self.threads)
+        for row in self.threads.values():
+            if "id" in row:
+                thread_ids.setdefault(row["thread_id"], row["id"])
+
+        def resolve(rows: dict, *columns: str) -> None:
+            for row in rows.values():
+                for column in columns:
+                    if isinstance(row[column], Ref):
+                        row[column] = thread_ids[row[column]]
+
+        resolve(self.tasks, "parent_thread_id", "child_thread_id")
+        resolve(self.runs, "thread_id")
+        resolve(self.items, "thread_id")
+        resolve(self.wakes, "thread_id")
+        Thread.objects.filter(
+            namespace_id=ns, thread_id__in=self.touched_threads - self.threads.keys()
+        ).update(last_event_at=now)
+        lock_in_order(Task, "task_id", ns, sorted(self.touched_tasks | self.tasks.keys()))
+        task_ids = self._upsert(Task, "task_id", self.tasks, returning=bool(self.reports))
+        for row in self.tasks.values():
+            if "id" in row:
+                task_ids.setdefault(row["task_id"], row["id"])
+        self._upsert(Run, "run_id", self.runs)
+        self._upsert(BackgroundItem, "item_id", self.items)
+        self._upsert(Wake, "wake_id", self.wakes)
+        source_id = self.source.pk
+        insert_rows(
+            TaskReport,
+            [
+                "task_id",
+                "source_id",
+                "event_id",
+                "at",
+                "status",
+                "work_state",
+                "summary",
+                "result_run_id",
+                "error",
+                "pending_child_runs",
+                "delivery",
+            ],
+            [
+                (
+                    task_ids[task],
+                    source_id,
+                    e.id,
+                    e.at,
+                    e.data.status,
+                    e.data.work_state,
+                    e.data.summary,
+                    e.data.result_run,
+                    e.data.error,
+                    e.data.pending_child_runs,
+                    e.data.delivery,
+                )
+                for task, e in self.reports
+            ],
+        )
+        insert_rows(
+            ToolRejection,
+            [
+                "namespace_id",
+                "thread_id",
+                "source_id",
+                "event_id",
+                "at",
+                "tool",
+                "code",
+                "message",
+                "caller",
+                "env",
+            ],
+            [
+                (
+                    ns,
+                    thread_ids[e.data.thread],
+                    source_id,
+                    e.id,
+                    e.at,
+                    e.data.tool,
+                    e.data.code,
+                    e.data.message,
+                    e.data.caller,
+                    e.env,
+                )
+                for e in self.rejections
+            ],
+        )
         # Subjects named without their row in the batch (a wake's source task, say).
         Task.objects.filter(
-            namespace_id=self.namespace_id, task_id__in=self.touched_tasks - self.tasks.keys()
+            namespace_id=ns, task_id__in=self.touched_tasks - self.tasks.keys()
         ).update(last_event_at=now)
-        Thread.objects.filter(
-            namespace_id=self.namespace_id, thread_id__in=self.touched_threads - self.threads.keys()
-        ).update(last_event_at=now)
-        for name, at in self.environments.items():
-            env, created = Environment.objects.get_or_create(
-                namespace_id=self.namespace_id, name=name, defaults={"last_event_at": at}
-            )
-            if not created and (env.last_event_at is None or env.last_event_at < at):
-                Environment.objects.filter(pk=env.pk).update(last_event_at=at)
+        _note_environments(ns, self.environments)
+
+    def _upsert(self, model, key: str, rows: dict, returning: bool = True) -> dict[str, int]:
+        """Write the new and changed rows; the row ids of new ones by orchestrator id."""
+        changed = [
+            row
+            for entity_id, row in sorted(rows.items())
+            if self.loaded.get((key, entity_id)) != row
+        ]
+        columns = ["namespace_id", *owned_columns(model)]
+        return set_rows(
+            model,
+            key,
+            columns,
+            [[row[c] for c in columns] for row in changed],
+            returning=returning,
+        )
 
 
-def _by_id(model, namespace_id: int, key: str, ids: set[str], related=()) -> dict:
-    rows: dict = {}
-    id_list = sorted(ids)
-    for start in range(0, len(id_list), 500):
-        chunk = id_list[start : start + 500]
-        query = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": chunk})
-        for row in query.select_related(*related) if related else query:
-            row._as_loaded = _values(row)
-            rows[getattr(row, key)] = row
-    return rows
+def model_kind(model) -> str:
+    return {Thread: "thread", Task: "task", Run: "run", BackgroundItem: "item", Wake: "wake"}[model]
 
 
-def _columns(model) -> list:
-    return [f for f in model._meta.concrete_fields if not f.primary_key]
+@cache
+def owned_columns(model) -> tuple[str, ...]:
+    """The columns ingest writes (all but the row id and detection's own)."""
+    return tuple(
+        f.attname
+        for f in model._meta.concrete_fields
+        if not f.primary_key and f.attname not in DETECTION_COLUMNS and f.attname != "namespace_id"
+    )
 
 
-def _values(row) -> dict:
-    return {f.attname: getattr(row, f.attname) for f in _columns(type(row))}
+@cache
+def _defaults(model) -> dict[str, Any]:
+    return {
+        f.attname: f.get_default()
+        for f in model._meta.concrete_fields
+        if f.attname in owned_columns(model)
+    }
 
 
-def _save_all(model, rows, ids: bool = True) -> None:
-    """Insert new rows in bulk (by COPY when their ids are not needed); update only the
-    columns a batch changed, one statement per set of changed columns (most rows change
-    a few columns, the same few)."""
-    rows = list(rows)
-    new = [r for r in rows if r.pk is None]
-    if new and ids:
-        model.objects.bulk_create(new)
-    elif new:
-        copy_rows(model, new)
-    changes = []
-    for row in rows:
-        loaded = getattr(row, "_as_loaded", None)
-        if loaded is None:
-            continue
-        row._prepare_related_fields_for_save(operation_name="save")
-        changed = {k: v for k, v in _values(row).items() if loaded[k] != v}
-        if changed:
-            changes.append((row.pk, changed))
-    update_rows(model, changes)
+def new_row(model, namespace_id: int, entity_id: str) -> dict:
+    key = {
+        Thread: "thread_id",
+        Task: "task_id",
+        Run: "run_id",
+        BackgroundItem: "item_id",
+        Wake: "wake_id",
+    }[model]
+    return {**_defaults(model), "namespace_id": namespace_id, key: entity_id}
+
+
+def _note_environments(namespace_id: int, latest: dict[str, datetime]) -> None:
+    """New environments get their row with the batch; the latest `at` of known ones
+    moves after the commit, so that batches of one environment never wait for each
+    other on its row (nothing reads that time but operators)."""
+    Environment.objects.bulk_create(
+        [
+            Environment(namespace_id=namespace_id, name=n, last_event_at=at)
+            for n, at in latest.items()
+        ],
+        ignore_conflicts=True,
+    )
+
+    def move_on() -> None:
+        for name, at in sorted(latest.items()):
+            Environment.objects.filter(namespace_id=namespace_id, name=name).filter(
+                Q(last_event_at__isnull=True) | Q(last_event_at__lt=at)
+            ).update(last_event_at=at)
+
+    transaction.on_commit(move_on, robust=True)

@@ -1,5 +1,6 @@
-"""Ingest's batch writes: one UPDATE per set of changed columns, and COPY for new rows,
-give exactly the rows the ORM would have written, on SQLite and PostgreSQL."""
+"""Ingest's batch writes (one UPDATE per set of changed columns, COPY for new rows, and
+upserts and appends from plain values) give exactly the rows the ORM would have
+written, on SQLite and PostgreSQL."""
 
 from datetime import UTC, datetime
 
@@ -64,3 +65,39 @@ def test_copied_rows_match_what_bulk_create_writes():
     change.namespace = ns
     copy_rows(Change, [change])
     assert Change.objects.get(subject_id="t").namespace_id == ns.pk
+
+
+@pytest.mark.parametrize("returning", [True, False])
+def test_set_rows_inserts_and_overwrites_by_natural_key(monkeypatch, returning):
+    from supervisor.core import batch_write
+
+    # Without RETURNING (SQLite before 3.35) the ids are read back with a SELECT.
+    monkeypatch.setattr(batch_write, "SQLITE_RETURNING", returning)
+    ns = Namespace.objects.create(name="ns")
+    kept = Task.objects.create(namespace=ns, task_id="t0", title="old", evaluated_at=AT)
+    columns = ["namespace_id", "task_id", "title", "known", "reported_at", "status"]
+    rows = [
+        [ns.pk, f"t{i}", f'title "{i}" é', i % 2 == 0, AT if i else None, None] for i in range(700)
+    ]
+    ids = batch_write.set_rows(Task, "task_id", columns, rows)
+    assert ids == dict(Task.objects.values_list("task_id", "id"))
+    assert ids["t0"] == kept.pk
+    stored = Task.objects.get(pk=kept.pk)
+    assert (stored.title, stored.known, stored.reported_at) == ('title "0" é', True, None)
+    assert stored.evaluated_at == AT  # a column it was not given stays
+    assert Task.objects.get(task_id="t7").reported_at == AT
+    assert Task.objects.count() == 700
+
+
+def test_inserted_rows_match_what_the_orm_reads_back():
+    from supervisor.core.batch_write import insert_rows
+
+    ns = Namespace.objects.create(name="ns")
+    insert_rows(
+        Change,
+        ["at", "namespace_id", "kind", "subject_type", "subject_id", "payload"],
+        [(AT, ns.pk, "task.updated", "task", "t1", '{"a": [1, null]}')],
+    )
+    change = Change.objects.get()
+    assert (change.at, change.kind, change.payload) == (AT, "task.updated", {"a": [1, None]})
+    assert Change.objects.filter(at__gte=AT).exists()  # stored as the ORM compares it
