@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 ENTITY_CLASS = 0x1C0E  # "ingest, one entity"
 NAMESPACE_CLASS = 0x1C0F  # "ingest, a whole namespace"
+SUBJECT_CLASS = 0x1C10  # "evaluation, one subject"
+JUDGING_CLASS = 0x1C11  # "evaluation, a whole namespace"
+JOB_CLASS = 0x1C12  # "one running copy of a job" (exclusive.py)
 MOST_KEYS = 500
 # Deadlock detected, serialization failure: the transaction was rolled back whole.
 RETRYABLE = {"40P01", "40001"}
@@ -81,6 +84,30 @@ def lock_entities(namespace_id: int, entities: Iterable[tuple[str, str]]) -> Non
         )
 
 
+def lock_subjects(namespace_id: int, subjects: Iterable[tuple[str, str]]) -> None:
+    """Evaluation's locks, held until the transaction ends: one per judged `(kind, id)`
+    subject, so that two evaluations of one subject write one after the other (and
+    never over a newer one) while evaluations of different subjects go side by side.
+    An evaluation judging more than `MOST_KEYS` subjects takes its namespace's
+    evaluation lock instead. Apart from ingest's: a batch and an evaluation meet only
+    on the rows they both write, which both lock in one order (`lock_in_order`)."""
+    if connection.vendor != "postgresql":
+        return
+    keys = sorted({entity_key(namespace_id, kind, subject_id) for kind, subject_id in subjects})
+    with connection.cursor() as cursor:
+        if len(keys) > MOST_KEYS:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [JUDGING_CLASS, namespace_id])
+            keys = []
+        cursor.execute(
+            "SELECT count(CASE WHEN o.shared THEN pg_advisory_xact_lock_shared(o.c, o.k)"
+            " ELSE pg_advisory_xact_lock(o.c, o.k) END) FROM ("
+            " SELECT %s AS c, %s AS k, true AS shared"
+            " UNION ALL SELECT %s, k, false FROM unnest(%s::int[]) AS k"
+            " ORDER BY shared DESC, k) AS o",
+            [JUDGING_CLASS, namespace_id, SUBJECT_CLASS, keys],
+        )
+
+
 def lock_in_order(model, key: str, namespace_id: int, ids) -> None:
     """Lock the existing rows of these subjects in order of id (PostgreSQL): two writers
     that each lock threads, then tasks, this way never wait for each other in a circle."""
@@ -105,6 +132,6 @@ def retrying[T](write: Callable[[], T]) -> T:
             code = getattr(exc.__cause__, "sqlstate", None)
             if not outermost or code not in RETRYABLE or attempt == ATTEMPTS:
                 raise
-            log.info("ingest batch rolled back (%s), attempt %d: trying again", code, attempt)
+            log.info("write rolled back (%s), attempt %d: trying again", code, attempt)
             time.sleep(random.uniform(0.01, 0.05) * attempt)
     raise AssertionError("unreachable")

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from . import subject_locks
 from .action_outcomes import resolved_because
 from .batch_write import update_rows
+from .entity_locks import lock_in_order, lock_subjects, retrying
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
 from .models import OUT_OF_DATE, Flag, Source, Task, Thread, Wake
@@ -152,7 +152,7 @@ def evaluate(
         with transaction.atomic():
             # One writer at a time per subject (not per namespace), and never over a
             # newer evaluation.
-            subject_locks.lock("evaluate", namespace_id, judged)
+            lock_subjects(namespace_id, judged)
             tasks = task_ids - _evaluated_after(Task, "task_id", namespace_id, task_ids, now)
             threads = thread_ids - _evaluated_after(
                 Thread, "thread_id", namespace_id, thread_ids, now
@@ -176,7 +176,7 @@ def evaluate(
             _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now)
         return subjects
 
-    subjects = subject_locks.retrying(write)
+    subjects = retrying(write)
     return min((when for key, when in due.items() if key in subjects), default=None)
 
 
@@ -232,7 +232,7 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
 
 def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
     # Each subject has its own next check: one statement per chunk, not one per time.
-    subject_locks.rows_in_order(model, key, namespace_id, ids)
+    lock_in_order(model, key, namespace_id, ids)
     rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
     update_rows(
         model,

@@ -18,16 +18,16 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from .subject_locks import key
+from .entity_locks import JOB_CLASS, entity_key
 
 
 @contextmanager
 def only_one(name: str) -> Iterator[bool]:
     """True inside when this is the only running copy of `name`; False: one is running."""
     if connection.vendor == "postgresql":
-        lock_key = key("only-one", None, "job", name)
+        lock_key = entity_key(0, "job", name)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_key])
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [JOB_CLASS, lock_key])
             alone = cursor.fetchone()[0]
         try:
             yield alone
@@ -35,7 +35,7 @@ def only_one(name: str) -> Iterator[bool]:
             if alone:
                 try:
                     with connection.cursor() as cursor:
-                        cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
+                        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [JOB_CLASS, lock_key])
                 except DatabaseError:
                     pass  # the connection is gone, and the lock with it
         return

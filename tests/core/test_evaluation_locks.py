@@ -1,12 +1,13 @@
-"""Writers wait on the subjects they share, not on their namespace; a writer PostgreSQL
-aborts as one side of a deadlock runs again, once; a periodic job runs one copy at a time."""
+"""Evaluations wait on the subjects they share, not on their namespace; a writer
+PostgreSQL aborts as one side of a deadlock runs again, once; a periodic job runs one
+copy at a time."""
 
 import threading
 
 import pytest
 from django.db import connection, connections, transaction
 
-from supervisor.core import subject_locks
+from supervisor.core import entity_locks
 from supervisor.core.exclusive import only_one
 from supervisor.core.models import Thread
 from supervisor.jobs.evaluation import sweep_due
@@ -33,18 +34,6 @@ def in_thread(work, *args):
     return thread, box
 
 
-def test_keys_differ_by_space_namespace_kind_and_id():
-    keys = {
-        subject_locks.key("evaluate", 1, "task", "a"),
-        subject_locks.key("ingest", 1, "task", "a"),
-        subject_locks.key("evaluate", 2, "task", "a"),
-        subject_locks.key("evaluate", 1, "thread", "a"),
-        subject_locks.key("evaluate", 1, "task", "b"),
-    }
-    assert len(keys) == 5
-    assert all(-(2**63) <= k < 2**63 for k in keys)
-
-
 @postgresql
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
@@ -53,13 +42,13 @@ def test_a_writer_waits_on_a_shared_subject_and_not_on_its_namespace(source):
 
     def hold():
         with transaction.atomic():
-            subject_locks.lock("evaluate", source.namespace_id, [("task", "a"), ("task", "b")])
+            entity_locks.lock_subjects(source.namespace_id, [("task", "a"), ("task", "b")])
             holding.set()
             release.wait(10)
 
     def take(subject):
         with transaction.atomic():
-            subject_locks.lock("evaluate", source.namespace_id, [subject])
+            entity_locks.lock_subjects(source.namespace_id, [subject])
         return "taken"
 
     holder, _ = in_thread(hold)
@@ -96,7 +85,7 @@ def test_the_writer_aborted_by_a_deadlock_runs_again_and_applies_once(source):
                 Thread.objects.filter(pk=rows[1].pk).update(title=f"{name} second")
                 Thread.objects.filter(pk=rows[1].pk).update(model=name)
 
-        subject_locks.retrying(attempt)
+        entity_locks.retrying(attempt)
         return name
 
     forward, forward_box = in_thread(write, "forward", [first, second])
