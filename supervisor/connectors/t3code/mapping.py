@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from supervisor.core.contract import TaskDelegated
 
-from .schema import RESTART_COMMAND, Row
+from .schema import RESTART_COMMAND, Row, decoded
 
 # Event types this follower maps; the others T3 writes are known and carry nothing here.
 THREAD_TYPES = frozenset(
@@ -229,7 +229,6 @@ class Mapper:
         if not isinstance(row.payload, dict):
             self._unknown_row(f"payload:{kind}")
             return
-        metadata = row.metadata if isinstance(row.metadata, dict) else {}
         if kind in THREAD_TYPES:
             self.thread(row.payload, row.occurred_at, created=kind == "thread.created")
         elif kind in ("run.created", "run.updated"):
@@ -238,7 +237,10 @@ class Mapper:
         elif kind == "subagent.updated":
             self.subagent(row.payload, row.occurred_at)
         elif kind == "provider-thread.updated":
-            self.roster(row.payload, row.occurred_at, run=metadata.get("runId"))
+            # Only this type reads the metadata: decoded here, not for every row.
+            metadata = decoded(row.metadata)
+            run = metadata.get("runId") if isinstance(metadata, dict) else None
+            self.roster(row.payload, row.occurred_at, run=run)
         elif kind == "message.updated":
             self.message(row.payload, row.occurred_at)
         elif kind in ("context-transfer.created", "context-transfer.updated"):

@@ -119,7 +119,8 @@ class Busy(StateDBError):
 
 
 class Row(NamedTuple):
-    """One row of the event log, its JSON decoded (None when it is not JSON)."""
+    """One row of the event log: its payload decoded (None when it is not JSON), its
+    metadata as stored (one event type reads it: `decoded` then; a dict passes as is)."""
 
     sequence: int
     event_id: str | None
@@ -365,8 +366,8 @@ class StateDB:
                 r[3],
                 r[4],
                 r[5],
-                _json(r[6]),
-                _json(r[7]),
+                decoded(r[6]),
+                r[7],
                 _int(r[8]),
                 r[9] if isinstance(r[9], str) else None,
             )
@@ -387,7 +388,7 @@ class StateDB:
         )
         ended = set()
         for (payload,) in raw:
-            payload = _json(payload)
+            payload = decoded(payload)
             if isinstance(payload, dict) and isinstance(payload.get("id"), str):
                 ended.add(payload["id"])
         return ended
@@ -405,7 +406,7 @@ class StateDB:
         if order:
             query += f" ORDER BY {order}"
         rows = self.retry(lambda: self.open().execute(query).fetchall())
-        return [_json(payload) for (payload,) in rows]
+        return [decoded(payload) for (payload,) in rows]
 
     def message(self, message_id: str) -> Any:
         """A message's current payload, or None."""
@@ -419,7 +420,7 @@ class StateDB:
                 .fetchone()
             )
         )
-        return None if row is None else _json(row[0])
+        return None if row is None else decoded(row[0])
 
     def last_assistant_text(self, run_id: str) -> str | None:
         """A run's final text: the current text of its last assistant message."""
@@ -476,7 +477,7 @@ class StateDB:
 
 
 def _message_text(payload: Any) -> str | None:
-    payload = _json(payload)
+    payload = decoded(payload)
     text = payload.get("text") if isinstance(payload, dict) else None
     return text if isinstance(text, str) else None
 
@@ -488,7 +489,8 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def _json(text: Any) -> Any:
+def decoded(text: Any) -> Any:
+    """JSON text decoded (a dict or list passes as is); None when it is not JSON."""
     if text is None or isinstance(text, dict | list):
         return text
     try:
