@@ -126,6 +126,7 @@ class RunResult:
     cpu: dict = field(default_factory=dict)  # first POST .. caught up, by service
     cpu_ms_per_1000: float | None = None  # web + workers + PostgreSQL
     retries: int = 0
+    unavailable: int = 0  # 503s (the API's answer to a deadlock) waited out and re-sent
     load_before: float | None = None
     var: str = ""
 
@@ -134,15 +135,23 @@ class RunResult:
         return self.processes, self.namespaces
 
 
-def lanes_ingest(args, lanes) -> tuple[float, int, list[str]]:
+def lanes_ingest(args, lanes) -> tuple[float, int, int, list[str]]:
     """Every lane (port, token, bodies, sizes) at once, each from its own clients:
-    seconds from the start to the last lane's last response, retries, errors."""
+    seconds from the start to the last lane's last response, retries, 503s waited out
+    (a deadlock or a lock timeout shows as one), errors."""
     done = [None] * len(lanes)
     per_lane = max(1, args.clients // len(lanes))
 
     def lane(i, port, token, bodies, sizes):
         done[i] = ingest(
-            port, token, bodies, sizes, per_lane, args.ingest_timeout, args.request_timeout
+            port,
+            token,
+            bodies,
+            sizes,
+            per_lane,
+            args.ingest_timeout,
+            args.request_timeout,
+            retry_unavailable=True,
         )
 
     threads = [threading.Thread(target=lane, args=(i, *x)) for i, x in enumerate(lanes)]
@@ -156,7 +165,8 @@ def lanes_ingest(args, lanes) -> tuple[float, int, list[str]]:
     if not all(done):
         errors.append("a lane did not report")
     seconds = max((d.seconds for d in done if d), default=0.0)
-    return seconds, sum(d.retries for d in done if d), errors
+    reported = [d for d in done if d]
+    return seconds, sum(d.retries for d in reported), sum(d.unavailable for d in reported), errors
 
 
 def wait_caught_up(store: PostgresStore, services: Services, timeout: float) -> float | None:
@@ -190,7 +200,7 @@ def one_run(args, tree: Path, layout, number: int, parts) -> RunResult:
         warm = json.dumps({"events": WARM_UP}).encode()
         # Each web server's first request loads what it needs; each source gets one.
         warm_lanes = [(p, t, [warm], [len(WARM_UP)]) for p in services.ports for t in tokens]
-        _, _, errors = lanes_ingest(args, warm_lanes)
+        _, _, _, errors = lanes_ingest(args, warm_lanes)
         if errors:
             raise RuntimeError(f"warm-up POST: {errors[0]}")
         lanes = [
@@ -199,7 +209,7 @@ def one_run(args, tree: Path, layout, number: int, parts) -> RunResult:
         ]
         result.events = sum(sum(sizes) for _, sizes in parts)
         cpu0 = cpu_snapshot(services, store)
-        result.ingest_s, result.retries, errors = lanes_ingest(args, lanes)
+        result.ingest_s, result.retries, result.unavailable, errors = lanes_ingest(args, lanes)
         if errors:
             result.problems += errors[:5]
             return result
@@ -266,8 +276,8 @@ def tables(results: list[RunResult], events: int) -> str:
     lines = [
         "| layout (median of the correct runs) | events/s | CPU ms per 1,000 events "
         "(web + workers + PostgreSQL) | CPU s: web | workers | PostgreSQL | beat "
-        "| catch-up after ingest, s | correct runs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| catch-up after ingest, s | 503s re-sent | correct runs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for layout in LAYOUTS:
         runs = [r for r in results if r.layout == layout]
@@ -282,6 +292,7 @@ def tables(results: list[RunResult], events: int) -> str:
             fmt(med_cpu(results, layout, "db")),
             fmt(med_cpu(results, layout, "beat")),
             fmt(med(results, layout, "caught_up_s")),
+            fmt(med(results, layout, "unavailable"), 0),
             f"{sum(r.ok for r in runs)} of {len(runs)}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -302,9 +313,10 @@ def tables(results: list[RunResult], events: int) -> str:
         "",
         f"Each run ({events:,} events; CPU s from the first POST until caught up):",
         "",
-        "| layout | run | ok | events/s | ingest s | catch-up s | CPU ms / 1,000 events "
-        "| web / workers / PostgreSQL / beat CPU s | others' CPU s | load before | problems |",
-        "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|",
+        "| layout | run | ok | events/s | ingest s | catch-up s | 503s re-sent "
+        "| CPU ms / 1,000 events | web / workers / PostgreSQL / beat CPU s | others' CPU s "
+        "| load before | problems |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in results:
         c = r.cpu
@@ -315,6 +327,7 @@ def tables(results: list[RunResult], events: int) -> str:
             fmt(r.events_per_s, 0),
             fmt(r.ingest_s),
             fmt(r.caught_up_s),
+            str(r.unavailable),
             fmt(r.cpu_ms_per_1000, 0),
             " / ".join(fmt(c.get(k)) for k in ("web", "workers", "db", "beat")) if c else "-",
             fmt(c.get("others")) if c else "-",
@@ -385,7 +398,8 @@ def main(argv=None) -> int:
                 f"{name(layout)} run {number}: {'ok' if r.ok else 'FAILED'} in "
                 f"{time.perf_counter() - t:.0f} s; {fmt(r.events_per_s, 0)} events/s, "
                 f"{fmt(r.cpu_ms_per_1000, 0)} CPU ms / 1,000 events, cpu {r.cpu}, "
-                f"caught up {fmt(r.caught_up_s)} s; load before {r.load_before}"
+                f"caught up {fmt(r.caught_up_s)} s; {r.unavailable} 503s re-sent; "
+                f"load before {r.load_before}"
                 + (f"; problems: {r.problems}; files in {r.var}" if r.problems else ""),
                 flush=True,
             )
