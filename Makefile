@@ -45,6 +45,7 @@ bench: bootstrap
 	$(PY) bench/ingest_copy.py --runs 3 --growth
 	$(PY) bench/detect_latency.py --runs 3
 	$(PY) bench/at_size.py --scales 0.1,0.3,1.0 --runs 3
+	$(PY) bench/scale_out.py --runs 3
 
 # Known vulnerabilities in the locked dependencies (OSV, else PyPI's JSON API).
 audit:

@@ -280,6 +280,7 @@ class Ingest:
     retries: int
     client_cpu: float
     errors: list[str]
+    unavailable: int = 0  # 503 answers waited out and re-sent (with `retry_unavailable`)
 
 
 def ingest(
@@ -290,15 +291,18 @@ def ingest(
     clients: int,
     timeout: float,
     request_timeout: float,
+    retry_unavailable: bool = False,
 ) -> Ingest:
     """POST every body from `clients` keep-alive connections; batches in order, each
-    client taking the next one when it is free."""
+    client taking the next one when it is free. With `retry_unavailable`, a 503 is waited
+    out (its Retry-After) and the batch re-sent, as a client of the API would."""
     todo: queue.Queue[int] = queue.Queue()
     for i in range(len(bodies)):
         todo.put(i)
     latencies = [0.0] * len(bodies)
     errors: list[str] = []
     retries = [0]
+    unavailable = [0]
     last = [0.0]
     lock = threading.Lock()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -313,11 +317,17 @@ def ingest(
                 except queue.Empty:
                     return
                 sent = time.perf_counter()
-                for attempt in range(3):
+                attempt = 0
+                while attempt < 3:
                     try:
                         conn.request("POST", "/api/v1/events", body=bodies[i], headers=headers)
                         resp = conn.getresponse()
                         raw = resp.read()
+                        if retry_unavailable and resp.status == 503 and time.monotonic() < deadline:
+                            with lock:
+                                unavailable[0] += 1
+                            time.sleep(float(resp.getheader("Retry-After") or 1))
+                            continue
                         break
                     except (ConnectionError, http.client.HTTPException, TimeoutError) as exc:
                         conn.close()  # re-sending is safe: accepted ids count as duplicates
@@ -330,6 +340,7 @@ def ingest(
                             with lock:
                                 errors.append(f"batch {i}: {exc!r}")
                             return
+                        attempt += 1
                 now = time.perf_counter()
                 latencies[i] = now - sent
                 with lock:
@@ -362,6 +373,7 @@ def ingest(
         retries=retries[0],
         client_cpu=time.process_time() - cpu0,
         errors=errors,
+        unavailable=unavailable[0],
     )
 
 
