@@ -16,7 +16,6 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from . import clock
 from .action_outcomes import resolved_because
 from .batch_write import update_rows
 from .entity_locks import lock_in_order, lock_subjects, retrying
@@ -73,10 +72,8 @@ def affected_subjects(
     return tasks, threads
 
 
-# Subjects of each type one catch-up takes beyond its own: a backlog goes in passes,
-# each in steps committed one by one.
+# Subjects of each type one catch-up takes beyond its own: a backlog goes in passes.
 PASS = 500
-STEP = 100
 
 
 def out_of_date(
@@ -93,47 +90,32 @@ def out_of_date(
     return kept[0], kept[1]
 
 
-def pending(namespace_id: int, limit: int = PASS) -> tuple[list[str], list[str]]:
-    """Up to `limit` tasks and threads of the namespace out of date, the longest-waiting
-    first (a partial index holds exactly these rows)."""
+def pending(namespace_id: int, limit: int = PASS) -> tuple[set[str], set[str]]:
+    """Up to `limit` tasks and threads of the namespace out of date, longest first
+    (a partial index holds exactly these rows)."""
     found = []
     for model, key in ((Task, "task_id"), (Thread, "thread_id")):
         rows = model.objects.filter(OUT_OF_DATE, namespace_id=namespace_id)
-        found.append(list(rows.order_by("last_event_at", key).values_list(key, flat=True)[:limit]))
+        found.append(set(rows.order_by("last_event_at").values_list(key, flat=True)[:limit]))
     return found[0], found[1]
 
 
-def catch_up(namespace_id: int, tasks: Iterable[str], threads: Iterable[str]) -> int:
+def catch_up(namespace_id: int, now: datetime, tasks: Iterable[str], threads: Iterable[str]):
     """What an evaluation job does: judge the given subjects that are still out of date
-    and, after them, what else of the namespace is (up to PASS of each type, the
-    longest-waiting first); return how many subjects were judged.
+    and, with them, what else of the namespace is (up to PASS of each type).
 
     Under a backlog the first job judges what many batches touched, each subject once,
     and the jobs queued behind it find their subjects judged and cost one query each:
     the evaluation of many batches coalesces into one per namespace and moment, with no
     lock (two jobs that start together both judge, and the flag writers keep that safe).
-    The work goes in steps of STEP subjects, each committed on its own: a flag opens
-    when its step is done, not when the whole pass is, and a step that another job
-    has judged meanwhile is skipped."""
+    """
     tasks, threads = out_of_date(namespace_id, tasks, threads)
     if not (tasks or threads):
         return 0
     more_tasks, more_threads = pending(namespace_id, PASS)
-    queue = [("task", t) for t in sorted(tasks)] + [("thread", t) for t in sorted(threads)]
-    queue += [("task", t) for t in more_tasks if t not in tasks]
-    queue += [("thread", t) for t in more_threads if t not in threads]
-    judged = 0
-    for start in range(0, len(queue), STEP):
-        step = queue[start : start + STEP]
-        step_tasks, step_threads = out_of_date(
-            namespace_id,
-            [i for kind, i in step if kind == "task"],
-            [i for kind, i in step if kind == "thread"],
-        )
-        if step_tasks or step_threads:
-            evaluate(namespace_id, clock.now(), tasks=step_tasks, threads=step_threads)
-            judged += len(step_tasks) + len(step_threads)
-    return judged
+    tasks, threads = tasks | more_tasks, threads | more_threads
+    evaluate(namespace_id, now, tasks=tasks, threads=threads)
+    return len(tasks) + len(threads)
 
 
 def evaluate(

@@ -14,7 +14,7 @@ from supervisor.core.sweep import sweep
 
 @shared_task(name="supervisor.evaluate", acks_late=True, soft_time_limit=120, time_limit=150)
 def evaluate_touched(namespace_id: int, task_ids: list[str], thread_ids: list[str]) -> int:
-    return catch_up(namespace_id, task_ids, thread_ids)
+    return catch_up(namespace_id, clock.now(), task_ids, thread_ids)
 
 
 @shared_task(name="supervisor.sweep", acks_late=True, soft_time_limit=240, time_limit=300)

@@ -42,16 +42,21 @@ def test_the_first_job_judges_what_later_batches_touched_and_their_jobs_do_nothi
     assert "task:other" in pending(source.namespace_id)[0]
 
     with time_machine.travel(start + timedelta(seconds=1), tick=False):
-        judged = catch_up(source.namespace_id, first.touched_tasks, first.touched_threads)
+        judged = catch_up(
+            source.namespace_id, clock.now(), first.touched_tasks, first.touched_threads
+        )
     # The second batch's subjects were judged by the first batch's job...
     assert judged >= len(first.touched_tasks) + len(second.touched_tasks)
-    assert pending(source.namespace_id) == ([], [])
+    assert pending(source.namespace_id) == (set(), set())
     assert Task.objects.get(task_id="task:other").evaluated_at == start + timedelta(seconds=1)
     assert Flag.objects.filter(subject_id=RETRY_PORT, state="open").exists()
     # ...so the second batch's own job finds nothing left to do.
     opened = Flag.objects.count()
     with time_machine.travel(start + timedelta(seconds=2), tick=False):
-        assert catch_up(source.namespace_id, second.touched_tasks, second.touched_threads) == 0
+        assert (
+            catch_up(source.namespace_id, clock.now(), second.touched_tasks, second.touched_threads)
+            == 0
+        )
     assert Task.objects.get(task_id="task:other").evaluated_at == start + timedelta(seconds=1)
     assert Flag.objects.count() == opened
 
@@ -63,40 +68,9 @@ def test_a_job_takes_at_most_one_pass_of_the_backlog_beside_its_own(source, monk
         apply_events(source, [delegated(f"task:{n}", SEED000[-1]["at"]) for n in range(5)])
         own = apply_events(source, [delegated("task:own", SEED000[-1]["at"])])
     with time_machine.travel(start + timedelta(seconds=1), tick=False):
-        catch_up(source.namespace_id, own.touched_tasks, [])
+        catch_up(source.namespace_id, clock.now(), own.touched_tasks, [])
     left, _ = out_of_date(source.namespace_id, [f"task:{n}" for n in range(5)], [])
     assert "task:own" not in pending(source.namespace_id)[0]
     # Five were waiting: one task and one thread were taken with the job's own (and the
     # task a thread belongs to, judged with it); the rest wait for the next job.
     assert len(left) >= 3
-
-
-def test_a_job_judges_in_steps_its_own_subjects_first_then_the_longest_waiting(source, monkeypatch):
-    from supervisor.core import evaluate as module
-
-    monkeypatch.setattr(module, "STEP", 2)
-    start = clock.now()
-    for n in range(3):  # three batches, a second apart: task:0 has waited longest
-        with time_machine.travel(start + timedelta(seconds=n), tick=False):
-            apply_events(source, [delegated(f"task:{n}", SEED000[-1]["at"])])
-    with time_machine.travel(start + timedelta(seconds=3), tick=False):
-        own = apply_events(source, [delegated("task:own", SEED000[-1]["at"])])
-    steps = []
-    judge = module.evaluate
-    monkeypatch.setattr(
-        module,
-        "evaluate",
-        lambda ns, now, tasks, threads: (
-            steps.append(sorted(tasks)) or judge(ns, now, tasks=tasks, threads=threads)
-        ),
-    )
-    with time_machine.travel(start + timedelta(seconds=4), tick=False):
-        catch_up(source.namespace_id, own.touched_tasks, own.touched_threads)
-    task_steps = [[t for t in step if t.startswith("task:")] for step in steps]
-    # Each step is its own evaluation (and transaction); the job's own task comes first,
-    # then the others by how long they have waited.
-    assert len(steps) > 1 and all(len(step) <= 2 for step in steps)
-    order = [t for step in task_steps for t in step]
-    assert order[0] == "task:own"
-    assert [t for t in order if t != "task:own"] == ["task:0", "task:1", "task:2"]
-    assert pending(source.namespace_id)[0] == []
