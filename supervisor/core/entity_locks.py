@@ -57,31 +57,16 @@ def lock_entities(namespace_id: int, entities: Iterable[tuple[str, str]]) -> Non
         return
     with connection.cursor() as cursor:
         # Shared with every other batch: it waits only for a writer that takes the whole
-        # namespace row (an evaluation recording its verdicts), and such a writer for the
-        # batches under way. Without it a batch would take this lock at its commit anyway
-        # (its new rows' foreign key to the namespace), holding its rows meanwhile: the
-        # evaluation, waiting for those rows, and the batch then deadlocked.
+        # namespace row (none does since issue 21; evaluations did). A batch would take
+        # this lock at its commit anyway (its new rows' foreign key to the namespace),
+        # holding its rows meanwhile: taken first, it cannot close a circle there.
         cursor.execute(
             f"SELECT 1 FROM {connection.ops.quote_name(Namespace._meta.db_table)} "
             "WHERE id = %s FOR KEY SHARE",
             [namespace_id],
         )
-    keys = sorted({entity_key(namespace_id, kind, entity_id) for kind, entity_id in entities})
-    with connection.cursor() as cursor:
-        if len(keys) > MOST_KEYS:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [NAMESPACE_CLASS, namespace_id])
-            return
-        # The namespace first (shared), then the entities in order: one order for all.
-        # The locks are taken above the sort, in its order (PostgreSQL evaluates
-        # volatile functions after a subquery's ORDER BY).
-        cursor.execute(
-            "SELECT count(CASE WHEN o.shared THEN pg_advisory_xact_lock_shared(o.c, o.k)"
-            " ELSE pg_advisory_xact_lock(o.c, o.k) END) FROM ("
-            " SELECT %s AS c, %s AS k, true AS shared"
-            " UNION ALL SELECT %s, k, false FROM unnest(%s::int[]) AS k"
-            " ORDER BY shared DESC, k) AS o",
-            [NAMESPACE_CLASS, namespace_id, ENTITY_CLASS, keys],
-        )
+    keys = {entity_key(namespace_id, kind, entity_id) for kind, entity_id in entities}
+    _lock_keys(NAMESPACE_CLASS, ENTITY_CLASS, namespace_id, keys)
 
 
 def lock_subjects(namespace_id: int, subjects: Iterable[tuple[str, str]]) -> None:
@@ -93,18 +78,27 @@ def lock_subjects(namespace_id: int, subjects: Iterable[tuple[str, str]]) -> Non
     on the rows they both write, which both lock in one order (`lock_in_order`)."""
     if connection.vendor != "postgresql":
         return
-    keys = sorted({entity_key(namespace_id, kind, subject_id) for kind, subject_id in subjects})
+    keys = {entity_key(namespace_id, kind, subject_id) for kind, subject_id in subjects}
+    _lock_keys(JUDGING_CLASS, SUBJECT_CLASS, namespace_id, keys)
+
+
+def _lock_keys(whole: int, one: int, namespace_id: int, keys: set[int]) -> None:
+    """Hold the namespace's `whole` lock shared and each key of class `one`, or, past
+    `MOST_KEYS` keys, the namespace's `whole` lock alone and exclusively."""
     with connection.cursor() as cursor:
         if len(keys) > MOST_KEYS:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [JUDGING_CLASS, namespace_id])
-            keys = []
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [whole, namespace_id])
+            return
+        # The namespace first (shared), then the keys in order: one order for all.
+        # The locks are taken above the sort, in its order (PostgreSQL evaluates
+        # volatile functions after a subquery's ORDER BY).
         cursor.execute(
             "SELECT count(CASE WHEN o.shared THEN pg_advisory_xact_lock_shared(o.c, o.k)"
             " ELSE pg_advisory_xact_lock(o.c, o.k) END) FROM ("
             " SELECT %s AS c, %s AS k, true AS shared"
             " UNION ALL SELECT %s, k, false FROM unnest(%s::int[]) AS k"
             " ORDER BY shared DESC, k) AS o",
-            [JUDGING_CLASS, namespace_id, SUBJECT_CLASS, keys],
+            [whole, namespace_id, one, sorted(keys)],
         )
 
 
