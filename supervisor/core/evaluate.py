@@ -106,8 +106,9 @@ def catch_up(namespace_id: int, now: datetime, tasks: Iterable[str], threads: It
 
     Under a backlog the first job judges what many batches touched, each subject once,
     and the jobs queued behind it find their subjects judged and cost one query each:
-    the evaluation of many batches coalesces into one per namespace and moment, with no
-    lock (two jobs that start together both judge, and the flag writers keep that safe).
+    the evaluation of many batches coalesces into one per namespace and moment. No
+    lease decides who evaluates: two jobs that start together both judge, and the
+    evaluation's locks and flag writers keep that safe.
     """
     tasks, threads = out_of_date(namespace_id, tasks, threads)
     if not (tasks or threads):
