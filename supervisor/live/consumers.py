@@ -98,16 +98,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
             )
 
     async def _show(self, page: Page) -> None:
-        """Follow `page`'s frames. The new group is joined before the old one is left, so
-        that no frame falls between (one sent to both is dropped by the cursor)."""
+        """Follow `page`'s frames. The new group is joined before the old one is left, and
+        the old one is left only after a frame the relay already rendered for it, so that
+        no frame falls between (one sent to both is dropped by the cursor)."""
         old, self.page = self.page, page
         if old == page:
             return
         relay.watch(page, self.channel_name)
         await self.channel_layer.group_add(groups.page(page), self.channel_name)
         if old is not None:
-            await self.channel_layer.group_discard(groups.page(old), self.channel_name)
-            relay.unwatch(old, self.channel_name)
+            await relay.leave(self.channel_layer, old, self.channel_name)
 
     async def disconnect(self, code):
         await self._leave_groups()

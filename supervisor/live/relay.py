@@ -47,6 +47,8 @@ class ChangeRelay:
         self._task: asyncio.Task | None = None
         self.last_id: int | None = None
         self._watchers: dict[Page, set[str]] = {}  # the channels of this process's sockets
+        self._sending: set[Page] = set()  # the pages of the batch being rendered and sent
+        self._leaving: list[tuple[Page, str]] = []  # left during that batch: its frame first
 
     def watch(self, page: Page, channel: str) -> None:
         self._watchers.setdefault(page, set()).add(channel)
@@ -57,6 +59,16 @@ class ChangeRelay:
             channels.discard(channel)
             if not channels:
                 del self._watchers[page]
+
+    async def leave(self, layer, page: Page, channel: str) -> None:
+        """`channel` no longer shows `page`. A batch already rendered for `page` still goes
+        to its group, so the channel stays in it until that frame is sent: otherwise a
+        socket moving to another page (a role change) would miss that batch's changes."""
+        self.unwatch(page, channel)
+        if page in self._sending:
+            self._leaving.append((page, channel))
+        else:
+            await layer.group_discard(groups.page(page), channel)
 
     def pages(self) -> list[Page]:
         return list(self._watchers)
@@ -103,8 +115,23 @@ class ChangeRelay:
             if waker is not None:
                 await waker.close()
 
+    async def _render(self, notes: list[dict], pages: list[Page]) -> dict[Page, str]:
+        return await database_sync_to_async(render_frames)(notes, pages)
+
     async def _send(self, layer, notes: list[dict]) -> None:
-        frames = await database_sync_to_async(render_frames)(notes, self.pages())
+        pages = self.pages()
+        self._sending = set(pages)
+        try:
+            await self._send_frames(layer, notes, pages)
+        finally:
+            self._sending = set()
+            leaving, self._leaving = self._leaving, []
+            for page, channel in leaving:
+                if channel not in self._watchers.get(page, ()):  # not back on that page
+                    await layer.group_discard(groups.page(page), channel)
+
+    async def _send_frames(self, layer, notes: list[dict], pages: list[Page]) -> None:
+        frames = await self._render(notes, pages)
         for page, html in frames.items():
             await layer.group_send(
                 groups.page(page),

@@ -194,3 +194,38 @@ async def test_a_role_changed_by_another_process_reaches_the_socket_s_frames(fla
     await asyncio.sleep(max(0.0, RECHECK + 0.2 - (time.monotonic() - started)))
     assert not has_action_forms(await next_frame_after_a_change(communicator, flagged_task))
     await communicator.disconnect()
+
+
+async def test_a_frame_rendered_while_the_role_changes_still_reaches_the_socket(
+    flagged_task, monkeypatch
+):
+    """The race CI met: the relay renders a batch for the pages open at that moment, and
+    the socket moves to its new role's page before that frame is sent to the old one."""
+    from supervisor.live.relay import relay
+    from supervisor.live.rendering import Page
+
+    user = await sync_to_async(make_user)("ws-mid-batch", "viewer")
+    _, cookie = await sync_to_async(logged_in)(user)
+    communicator, before = await task_socket(flagged_task, cookie)
+    assert before and not has_action_forms(before)
+    viewer_page, operator_page = (Page("task", flagged_task.pk, can) for can in (False, True))
+    rendered, proceed = asyncio.Event(), asyncio.Event()
+    render = relay._render
+
+    async def render_then_hold(notes, pages):
+        frames = await render(notes, pages)
+        rendered.set()
+        await proceed.wait()
+        return frames
+
+    monkeypatch.setattr(relay, "_render", render_then_hold)
+    await sync_to_async(snooze_a_flag_of)(flagged_task)
+    await asyncio.wait_for(rendered.wait(), timeout=3)  # rendered for the viewer's page
+    await sync_to_async(do_set_role)(user, "operator")
+    async with asyncio.timeout(3):  # the socket has moved to the operator's page
+        while viewer_page in relay.pages() or operator_page not in relay.pages():
+            await asyncio.sleep(0.01)
+    proceed.set()
+    frame = await communicator.receive_from(timeout=3)
+    assert "snoozed until" in frame and has_action_forms(frame)
+    await communicator.disconnect()
