@@ -4,9 +4,11 @@ second start on the same folder, and Ctrl-C leaving nothing behind."""
 
 import stat
 import sys
+import time
 from datetime import UTC, datetime
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from supervisor.core.flags import do_open_flag
@@ -17,6 +19,8 @@ from supervisor.ops import startup
 from tests.factories import make_tasks
 from tests.make_run import PASSWORD_LINE, make_run
 from tests.workers import wait_for
+
+SWEEP_EVERY = settings.SUPERVISOR_SWEEP_INTERVAL  # seconds; the run's own settings
 
 
 def roles(processes: dict[int, str]) -> set[str]:
@@ -41,6 +45,7 @@ def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(t
     var_dir = tmp_path / "var"
     with make_run(var_dir, seed=11, keep=True) as run:
         run.wait_for_output("Supervisor is up")
+        up = time.monotonic()
         # "Up" means the port answers: at once, not a second or two later.
         assert run.answers_now(), f"up, but {run.url} does not answer:\n{run.output()}"
         run.wait_until_serving()
@@ -52,21 +57,25 @@ def test_make_run_starts_everything_with_the_demo_and_ctrl_c_leaves_no_process(t
             what="web, worker, beat and the simulator under make and up",
             timeout=60,
         )
-        # Quiet: no T3 follow job without a T3 source, no access log line per request
-        # (the fleet's first beats and the test's own requests have happened by now).
+        # Quiet: no line per job (beat sweeps every 5 s; two sweeps' time has passed),
+        # no Celery banner, no access log line per request (the test's own requests).
+        time.sleep(max(0.0, 2 * SWEEP_EVERY - (time.monotonic() - up)))
         quiet = run.output()
-        assert "Sending due task follow_t3" not in quiet  # beat's line for each job
-        assert "supervisor.follow_t3[" not in quiet  # the worker's, received and done
+        assert "Sending due task" not in quiet  # beat's line for each job
+        assert "supervisor.sweep[" not in quiet  # the worker's, received and done
+        assert "Configuration ->" not in quiet  # the worker's and beat's banners
         assert '"GET /login/' not in quiet
         run.ctrl_c()  # make ends as a process killed by SIGINT would
         assert "Stopped." in run.output()
         assert run.processes() == {}, f"left behind: {run.processes()}"
         first = run.output()
 
-    # A second run on the same folder: no new login, the same demo source, and again
-    # nothing left behind.
-    with make_run(var_dir, seed=12, again=True) as again:
+    # A second run on the same folder, with the jobs' lines asked for: no new login, the
+    # same demo source, a line per sweep, and again nothing left behind.
+    job_log = {"SUPERVISOR_JOB_LOG": "1"}
+    with make_run(var_dir, seed=12, again=True, extra_env=job_log) as again:
         again.wait_until_serving()
+        again.wait_for_output("supervisor.sweep[", timeout=60)
         assert "Created the first login" not in again.output()
         assert again.password is None
         wait_for(

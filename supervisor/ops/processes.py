@@ -27,35 +27,26 @@ def web_command(python: str, host: str, port: int, access_log: bool = True) -> l
     ]
 
 
-def service_commands(python: str, host: str, port: int, access_log: bool) -> dict[str, list[str]]:
-    """The web server, a Celery worker and beat, by name."""
+def service_commands(
+    python: str, host: str, port: int, access_log: bool, job_log: bool = True
+) -> dict[str, list[str]]:
+    """The web server, a Celery worker and beat, by name. Without `job_log` the worker
+    and beat say only warnings and errors: no banner, no lines per job."""
+    celery = (python, "-m", "celery", *(() if job_log else ("--quiet",)), "-A", "supervisor")
+    level = ("--loglevel", "INFO" if job_log else "WARNING")
     return {
         "web": web_command(python, host, port, access_log=access_log),
         "worker": [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "supervisor",
+            *celery,
             "worker",
-            "--loglevel",
-            "INFO",
-            "--concurrency",
-            "2",
-            "--without-gossip",
-            "--without-mingle",
+            *level,
+            *("--concurrency", "2", "--without-gossip", "--without-mingle"),
         ],
         "beat": [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "supervisor",
+            *celery,
             "beat",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            *level,
+            *("--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME),
         ],
     }
 

@@ -27,9 +27,11 @@ class Command(BaseCommand):
             if first is not None:
                 self.stdout.write(first.notice())
             python = sys.executable
-            # One line per request drowns the rest: off unless asked for.
+            # One line per request, or per job (a sweep every 5 s), drowns the rest: the
+            # password and the address scroll away. Off unless asked for.
             access_log = os.environ.get("SUPERVISOR_ACCESS_LOG", "").strip() == "1"
-            commands = processes.service_commands(python, host, port, access_log)
+            job_log = os.environ.get("SUPERVISOR_JOB_LOG", "").strip() == "1"
+            commands = processes.service_commands(python, host, port, access_log, job_log)
             envs = {}
             demo = startup.choose_demo()
             if demo.notice:
