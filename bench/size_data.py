@@ -87,7 +87,7 @@ class Tables:
     COLUMNS = {
         "core_thread": "id thread_id title parent_thread_id provider model seen_at seen_event "
         "namespace_id evaluated_at last_event_at next_check_at",
-        "core_task": "id task_id known title mode prompt client_request_id parent_run_id "
+        "core_task": "id task_id known title title_key mode prompt client_request_id parent_run_id "
         "target_env requested_at follow_up_of delegated_at delegated_event env status "
         "work_state summary result_run_id error pending_child_runs reported_at report_event "
         "namespace_id child_thread_id parent_thread_id evaluated_at last_event_at next_check_at",
@@ -713,6 +713,7 @@ class Builder:
             task_id,
             True,
             title,
+            " ".join(title.split()),  # the title as the contract compares it
             "async",
             prompt,
             None,

@@ -57,7 +57,7 @@ def affected_subjects(
         Q(task_id__in=task_ids)
         | Q(child_thread__thread_id__in=threads | orphan_threads)
         | Q(parent_thread__thread_id__in=threads),
-    ).values_list("task_id", "parent_thread_id", "title")
+    ).values_list("task_id", "parent_thread_id", "title_key")
     tasks, families = set(), defaultdict(set)
     for task_id, parent, title in near:
         tasks.add(task_id)
@@ -65,7 +65,7 @@ def affected_subjects(
             families[parent].add(title)
     for parent, titles in families.items():
         tasks |= set(
-            Task.objects.filter(ns, parent_thread_id=parent, title__in=titles).values_list(
+            Task.objects.filter(ns, parent_thread_id=parent, title_key__in=titles).values_list(
                 "task_id", flat=True
             )
         )

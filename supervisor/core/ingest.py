@@ -40,6 +40,7 @@ from .models import (
     ToolRejection,
     Wake,
 )
+from .ownership import normalized
 from .retention import known_event_ids
 
 log = logging.getLogger(__name__)
@@ -387,7 +388,7 @@ class Mirror:
         if _newer(event.at, event.id, task["delegated_at"], task["delegated_event"]):
             task["known"] = True
             task["parent_thread_id"], task["child_thread_id"] = parent, child
-            task["title"] = data.title
+            task["title"], task["title_key"] = data.title, normalized(data.title) or ""
             task["mode"] = data.mode
             task["prompt"] = data.prompt
             task["client_request_id"] = data.client_request_id

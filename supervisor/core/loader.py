@@ -12,7 +12,6 @@ from django.db.models import Q
 
 from . import any_of  # noqa: F401  (registers the lookup)
 from .models import BackgroundItem, Run, Task, TaskReport, Thread, ToolRejection, Wake
-from .ownership import normalized
 from .snapshot import (
     ItemView,
     RejectionView,
@@ -153,12 +152,12 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     ns = Q(namespace_id=namespace_id)
     subjects = list(
         Task.objects.filter(ns, task_id__any_of=task_ids).values_list(
-            "child_thread_id", "parent_thread_id", "title"
+            "child_thread_id", "parent_thread_id", "title_key"
         )
     )
     children = {child for child, _, _ in subjects if child}
     parents = {parent for _, parent, _ in subjects if parent}
-    titles = {normalized(title) for _, _, title in subjects}
+    titles = {title for _, _, title in subjects}
     threads = set(
         Thread.objects.filter(ns, thread_id__any_of=thread_ids).values_list("pk", flat=True)
     )
@@ -178,18 +177,18 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         )
     )
     # Of the tasks beside a subject under its parent, only those that may be the same
-    # work delegated earlier (duplicate_delegation: the same title) are read, with the
-    # runs of their child threads. A parent with thousands of tasks made each due task
-    # load them all, reports included. The parents' runs are read too: a parent with no
-    # run under way will take nothing (never_delivered).
+    # work delegated earlier (duplicate_delegation: the same title) are read, found by
+    # the title's key, with the runs of their child threads. A parent with thousands of
+    # tasks made each due task load them all, reports included, and then read all their
+    # titles. The parents' runs are read too: a parent with no run under way will take
+    # nothing (never_delivered).
     same_work, run_threads = set(), set(children) | parents
-    for pk, child, title in Task.objects.filter(ns, parent_thread_id__any_of=parents).values_list(
-        "pk", "child_thread_id", "title"
-    ):
-        if normalized(title) in titles:
-            same_work.add(pk)
-            if child is not None:
-                run_threads.add(child)
+    for pk, child in Task.objects.filter(
+        ns, parent_thread_id__any_of=parents, title_key__any_of=titles
+    ).values_list("pk", "child_thread_id"):
+        same_work.add(pk)
+        if child is not None:
+            run_threads.add(child)
     # Each kind of neighbour by its own index, then the rows by key: one query ORing the
     # four lists was planned as a scan of every task (0.4 s at 160,000 tasks).
     keys = set(same_work)

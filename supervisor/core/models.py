@@ -126,6 +126,10 @@ class Task(models.Model):
         Thread, null=True, on_delete=models.SET_NULL, related_name="child_tasks"
     )
     title = models.TextField(default="")
+    # The title as the contract compares it (ownership.normalized), written with it:
+    # the same work delegated again is found under its parent by index, never by reading
+    # every title there.
+    title_key = models.TextField(default="", db_default="")
     mode = models.CharField(max_length=10, null=True)
     prompt = models.TextField(null=True)
     client_request_id = models.CharField(max_length=500, null=True)
@@ -156,6 +160,7 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["next_check_at"], name="task_due"),
             models.Index(fields=["namespace"], condition=OUT_OF_DATE, name="task_out_of_date"),
+            models.Index(fields=["parent_thread", "title_key"], name="task_parent_title"),
             # The list: newest first with keyset pagination, and its filters.
             models.Index(fields=["-delegated_at", "-id"], name="task_newest"),
             models.Index(fields=["status", "-delegated_at", "-id"], name="task_status_newest"),
