@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db import connection
 from django.db.models import Q
 
 from . import any_of  # noqa: F401  (registers the lookup)
@@ -22,12 +23,15 @@ from .snapshot import (
     WakeView,
 )
 
-# View field -> stored column, for each kind of row.
+# View field -> stored column, for each kind of row. Threads are read by key and named
+# afterwards with one query (THREAD_FIELDS): joining the thread table for their names
+# was planned as a merge join reading every thread.
+THREAD_FIELDS = ("parent_thread", "child_thread", "thread")
 TASK_COLUMNS = {
     "id": "task_id",
     "known": "known",
-    "parent_thread": "parent_thread__thread_id",
-    "child_thread": "child_thread__thread_id",
+    "parent_thread": "parent_thread_id",
+    "child_thread": "child_thread_id",
     "title": "title",
     "mode": "mode",
     "prompt": "prompt",
@@ -53,7 +57,7 @@ REPORT_COLUMNS = {
 }
 RUN_COLUMNS = {
     "id": "run_id",
-    "thread": "thread__thread_id",
+    "thread": "thread_id",
     **{
         name: name
         for name in (
@@ -78,7 +82,7 @@ RUN_COLUMNS = {
 }
 ITEM_COLUMNS = {
     "id": "item_id",
-    "thread": "thread__thread_id",
+    "thread": "thread_id",
     "run": "run_id",
     **{
         name: name
@@ -97,7 +101,7 @@ ITEM_COLUMNS = {
 }
 WAKE_COLUMNS = {
     "id": "wake_id",
-    "thread": "thread__thread_id",
+    "thread": "thread_id",
     **{
         name: name
         for name in (
@@ -118,15 +122,34 @@ WAKE_COLUMNS = {
 }
 REJECTION_COLUMNS = {
     "event_id": "event_id",
-    "thread": "thread__thread_id",
+    "thread": "thread_id",
     **{name: name for name in ("tool", "code", "message", "caller", "at")},
 }
 
 
-def _views(model, where: Q, view, columns: dict):
-    names = list(columns)
-    for values in model.objects.filter(where).values_list(*columns.values()):
-        yield view(**dict(zip(names, values, strict=True)))
+def _rows(model, where: Q, columns: dict, *extra: str) -> list[dict]:
+    names = [*extra, *columns]
+    return [
+        dict(zip(names, values, strict=True))
+        for values in model.objects.filter(where).values_list(*extra, *columns.values())
+    ]
+
+
+def _name_threads(*row_lists: list[dict]) -> None:
+    """Each row's thread keys replaced by the threads' names, read in one query."""
+    keys = {
+        row[field]
+        for rows in row_lists
+        for row in rows
+        for field in THREAD_FIELDS
+        if row.get(field) is not None
+    }
+    names = dict(Thread.objects.filter(pk__any_of=keys).values_list("pk", "thread_id"))
+    for rows in row_lists:
+        for row in rows:
+            for field in THREAD_FIELDS:
+                if field in row and row[field] is not None:
+                    row[field] = names[row[field]]
 
 
 def load_namespace(namespace_id: int) -> Snapshot:
@@ -157,19 +180,25 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     )
     children = {child for child, _, _ in subjects if child}
     parents = {parent for _, parent, _ in subjects if parent}
-    titles = {title for _, _, title in subjects}
     threads = set(
         Thread.objects.filter(ns, thread_id__any_of=thread_ids).values_list("pk", flat=True)
     )
     child_names = set(
         Thread.objects.filter(pk__any_of=children).values_list("thread_id", flat=True)
     )
-    wakes = (
-        Q(thread_id__any_of=children | parents | threads)
-        | Q(source_task__any_of=task_ids)
-        | Q(source_thread__any_of=child_names)
-    )
-    named = set(Wake.objects.filter(ns & wakes).values_list("source_task", "source_thread"))
+    # Each kind of wake by its own index, then the rows by key: the three ORed were
+    # planned as a scan of every wake.
+    wakes, named = set(), set()
+    for where in (
+        Q(thread_id__any_of=children | parents | threads),
+        Q(source_task__any_of=task_ids),
+        Q(source_thread__any_of=child_names),
+    ):
+        for pk, *names in Wake.objects.filter(ns, where).values_list(
+            "pk", "source_task", "source_thread"
+        ):
+            wakes.add(pk)
+            named.add(tuple(names))
     # Thread names to keys first: an OR over a join keeps PostgreSQL from using indexes.
     named_threads = set(
         Thread.objects.filter(ns, thread_id__any_of={t for _, t in named if t}).values_list(
@@ -183,9 +212,8 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # titles. The parents' runs are read too: a parent with no run under way will take
     # nothing (never_delivered).
     same_work, run_threads = set(), set(children) | parents
-    for pk, child in Task.objects.filter(
-        ns, parent_thread_id__any_of=parents, title_key__any_of=titles
-    ).values_list("pk", "child_thread_id"):
+    pairs = {(parent, title) for _, parent, title in subjects if parent}
+    for pk, child in same_work_tasks(namespace_id, pairs):
         same_work.add(pk)
         if child is not None:
             run_threads.add(child)
@@ -202,7 +230,7 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         tasks=Q(pk__any_of=keys),
         runs=Q(thread_id__any_of=run_threads),
         items=Q(thread_id__any_of=children),
-        wakes=ns & wakes,
+        wakes=Q(pk__any_of=wakes),
         rejections=Q(thread_id__any_of=threads),
     )
     snap.threads = set(thread_ids) | {
@@ -211,22 +239,62 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     return snap
 
 
+PAIRS_PER_QUERY = 200  # elsewhere than PostgreSQL: two parameters each, an OR of pairs
+
+
+def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tuple[int, int]]:
+    """(pk, child thread pk) of the tasks under each (parent thread pk, title key): one
+    probe of task_parent_title per pair. Both columns as `= ANY` lists would match
+    every parent with every title; PostgreSQL (before 17) then reads the parents' whole
+    families rather than probe the index for each combination."""
+    if not pairs:
+        return []
+    if connection.vendor == "postgresql":
+        parents, titles = zip(*sorted(pairs), strict=True)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT t.id, t.child_thread_id
+                FROM {connection.ops.quote_name(Task._meta.db_table)} t
+                JOIN unnest(%s::bigint[], %s::text[]) AS k(parent, title)
+                  ON t.parent_thread_id = k.parent AND t.title_key = k.title
+                WHERE t.namespace_id = %s
+                """,
+                [list(parents), list(titles), namespace_id],
+            )
+            return cursor.fetchall()
+    found, pairs = [], sorted(pairs)
+    for start in range(0, len(pairs), PAIRS_PER_QUERY):
+        where = Q()
+        for parent, title in pairs[start : start + PAIRS_PER_QUERY]:
+            where |= Q(parent_thread_id=parent, title_key=title)
+        found += Task.objects.filter(where, namespace_id=namespace_id).values_list(
+            "pk", "child_thread_id"
+        )
+    return found
+
+
 def _load(*, tasks: Q, runs: Q, items: Q | None, wakes: Q, rejections: Q | None) -> Snapshot:
     snap = Snapshot()
-    task_rows = list(Task.objects.filter(tasks).values_list("pk", *TASK_COLUMNS.values()))
+    task_rows = _rows(Task, tasks, TASK_COLUMNS, "pk")
+    run_rows = _rows(Run, runs, RUN_COLUMNS)
+    item_rows = _rows(BackgroundItem, items, ITEM_COLUMNS) if items is not None else []
+    wake_rows = _rows(Wake, wakes, WAKE_COLUMNS)
+    rejection_rows = (
+        _rows(ToolRejection, rejections, REJECTION_COLUMNS) if rejections is not None else []
+    )
+    _name_threads(task_rows, run_rows, item_rows, wake_rows, rejection_rows)
     reports = defaultdict(list)
     for task_pk, *values in TaskReport.objects.filter(
-        task_id__any_of=[row[0] for row in task_rows]
+        task_id__any_of=[row["pk"] for row in task_rows]
     ).values_list("task_id", *REPORT_COLUMNS.values()):
         reports[task_pk].append(ReportView(**dict(zip(REPORT_COLUMNS, values, strict=True))))
-    for task_pk, *values in task_rows:
-        fields = dict(zip(TASK_COLUMNS, values, strict=True))
+    for fields in task_rows:
+        task_pk = fields.pop("pk")
         ordered = tuple(sorted(reports[task_pk], key=lambda r: (r.at, r.event_id)))
         snap.tasks[fields["id"]] = TaskView(**fields, reports=ordered)
-    snap.runs = {run.id: run for run in _views(Run, runs, RunView, RUN_COLUMNS)}
-    if items is not None:
-        snap.items = {i.id: i for i in _views(BackgroundItem, items, ItemView, ITEM_COLUMNS)}
-    snap.wakes = {wake.id: wake for wake in _views(Wake, wakes, WakeView, WAKE_COLUMNS)}
-    if rejections is not None:
-        snap.rejections = list(_views(ToolRejection, rejections, RejectionView, REJECTION_COLUMNS))
+    snap.runs = {row["id"]: RunView(**row) for row in run_rows}
+    snap.items = {row["id"]: ItemView(**row) for row in item_rows}
+    snap.wakes = {row["id"]: WakeView(**row) for row in wake_rows}
+    snap.rejections = [RejectionView(**row) for row in rejection_rows]
     return snap
