@@ -149,7 +149,8 @@ def _name_threads(*row_lists: list[dict]) -> None:
         for row in rows:
             for field in THREAD_FIELDS:
                 if field in row and row[field] is not None:
-                    row[field] = names[row[field]]
+                    # None for a thread deleted since the rows were read (retention).
+                    row[field] = names.get(row[field])
 
 
 def load_namespace(namespace_id: int) -> Snapshot:
