@@ -663,9 +663,12 @@ def _note_environments(namespace_id: int, latest: dict[str, datetime]) -> None:
     )
 
     def move_on() -> None:
-        for name, at in sorted(latest.items()):
-            Environment.objects.filter(namespace_id=namespace_id, name=name).filter(
-                Q(last_event_at__isnull=True) | Q(last_event_at__lt=at)
-            ).update(last_event_at=at)
+        try:
+            for name, at in sorted(latest.items()):
+                Environment.objects.filter(namespace_id=namespace_id, name=name).filter(
+                    Q(last_event_at__isnull=True) | Q(last_event_at__lt=at)
+                ).update(last_event_at=at)
+        except DatabaseError as exc:  # down since the commit: the next batch moves it
+            log.warning("could not move %d environment(s) after their batch: %s", len(latest), exc)
 
     transaction.on_commit(move_on, robust=True)
