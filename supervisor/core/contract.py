@@ -100,6 +100,9 @@ class TaskReported(Data):
     # the parent only by a wake (a read or a tool call's return told as one), so that a
     # terminal report no wake follows is a result that never reached the parent.
     delivery: Literal["wake"] | None = None
+    # A compatible extension (issue 28), as on `run.finished`: "restart" says the
+    # orchestrator's own restart recovery (or its stop) ended the task; nobody cancelled it.
+    cause: Literal["restart"] | None = None
 
 
 class Trigger(Data):

@@ -175,9 +175,11 @@ CATALOGUE = {
             {TASK},
             WARNING,
             "Left by a restart",
-            "The orchestrator restarted and cut the child's run; the task still says it is "
-            "under way, and nothing will resume it.",
-            "Continue the child, or cancel the task if the work is no longer wanted.",
+            "The orchestrator restarted (or stopped) and cut the child's run; the task still "
+            "says it is under way and nothing will resume it, or the orchestrator cancelled "
+            "it itself and the parent will never hear of it.",
+            "Continue the child, or tell the parent by hand (deliver) that the work was cut; "
+            "cancel the task if the work is no longer wanted.",
             CONTINUE,
             BY_EVENTS,
         ),

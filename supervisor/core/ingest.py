@@ -545,6 +545,7 @@ class Mirror:
                 "error",
                 "pending_child_runs",
                 "delivery",
+                "cause",
             ],
             [
                 (
@@ -559,6 +560,7 @@ class Mirror:
                     e.data.error,
                     e.data.pending_child_runs,
                     e.data.delivery,
+                    e.data.cause,
                 )
                 for task, e in self.reports
             ],

@@ -54,6 +54,7 @@ REPORT_COLUMNS = {
     "error": "error",
     "pending_child_runs": "pending_child_runs",
     "delivery": "delivery",
+    "cause": "cause",
 }
 RUN_COLUMNS = {
     "id": "run_id",

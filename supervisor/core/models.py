@@ -186,6 +186,7 @@ class TaskReport(models.Model):
     error = models.TextField(null=True)
     pending_child_runs = models.BooleanField(null=True)
     delivery = models.CharField(max_length=10, null=True)
+    cause = models.CharField(max_length=10, null=True)  # "restart": ended by a restart
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="report_unique")]

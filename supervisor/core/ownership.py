@@ -290,13 +290,17 @@ def handed(snap: Snapshot, task: TaskView) -> list[Handing]:
     return handings
 
 
-def delivered_by_hand(snap: Snapshot, task: TaskView) -> list[Handing]:
+def delivered_by_hand(snap: Snapshot, task: TaskView, *, any_text: bool = False) -> list[Handing]:
     """Deliveries of T's results by hand (manual wakes naming T), for what a person reads
-    as "what the parent was given"; the rules judge by `handed` and `reaching_wake`."""
+    as "what the parent was given"; the rules judge by `handed` and `reaching_wake`.
+    With `any_text`, also those that carried no text (an orchestrator's record that
+    the result went over by other means)."""
     return [
-        Handing(wake.summary, f"delivery by hand (wake {wake.id})", wake.queued_event)
+        Handing(wake.summary or "", f"delivery by hand (wake {wake.id})", wake.queued_event)
         for wake in _wakes_to_parent(snap, task)
-        if wake.source_kind == "manual" and wake.source_task == task.id and wake.summary
+        if wake.source_kind == "manual"
+        and wake.source_task == task.id
+        and (wake.summary or any_text)
     ]
 
 

@@ -50,6 +50,7 @@ class ReportView:
     error: str | None = None
     pending_child_runs: bool | None = None
     delivery: str | None = None  # "wake": the result reaches the parent only by a wake
+    cause: str | None = None  # "restart": the orchestrator's restart recovery ended it
 
     @property
     def terminal(self) -> bool:

@@ -55,6 +55,7 @@ class TaskDetail:
                     "result_run": r.result_run,
                     "error": r.error,
                     "pending_child_runs": r.pending_child_runs,
+                    "cause": r.cause,
                 }
                 for r in self.task.reports
             ],

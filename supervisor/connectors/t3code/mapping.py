@@ -115,6 +115,10 @@ TASK_STATUS = {
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 ITEM_FINISHED = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
 WAKE_OUTCOMES = frozenset({"completed", "failed", "cancelled", "updated"})
+# T3's delivery records of a terminal task (`completionDelivery.state`), and those that
+# settle how (or that) the result reached the parent.
+DELIVERY_STATES = frozenset({"pending", "claimed", "delivered", "acknowledged", "disposed"})
+SETTLED = frozenset({"delivered", "acknowledged", "disposed"})
 ROSTER_KINDS = {"subagent": "subagent", "command": "command", "monitor": "monitor"}
 # Rosters written before kinds existed name Claude's own task types.
 LEGACY_TASK_TYPES = {"local_bash": "command", "local_agent": "subagent", "monitor": "monitor"}
@@ -141,6 +145,7 @@ KEEP_RUNS = 20_000
 KEEP_ENDED = 1_000
 KEEP_DEPARTED = 20
 KEEP_TRANSFERS = 20_000
+KEEP_TASK_WAKES = 20  # a task's wakes, until T3 settles its delivery
 
 # T3's result for a child run that wrote no assistant text (J SubagentProjection.ts).
 NO_TEXT_RESULT = {"completed": "Child task completed without an assistant result."}
@@ -190,6 +195,7 @@ class Mapper:
             "pending",
             "transfers",
             "errors",
+            "failures",
             "commands",
             "ended",
             "build",
@@ -203,6 +209,7 @@ class Mapper:
         self.unknown_values = 0  # values outside T3's known enumerations
         self.unknown: Counter[str] = Counter()
         self._started_by: set[str] = set()  # an import: messages that started a run
+        self._began_by: set[str] = set()  # an import: messages whose run began
         self._run_ends: dict[str, str] = {}  # an import: finished runs' completedAt
         self._importing = False
         # Indexes over memory, built when first needed and kept up as it changes.
@@ -235,7 +242,8 @@ class Mapper:
             restart = (row.command_id or "").startswith(RESTART_COMMAND)
             self.run(row.payload, row.occurred_at, restart=restart)
         elif kind == "subagent.updated":
-            self.subagent(row.payload, row.occurred_at)
+            restart = (row.command_id or "").startswith(RESTART_COMMAND)
+            self.subagent(row.payload, row.occurred_at, restart=restart)
         elif kind == "provider-thread.updated":
             # Only this type reads the metadata: decoded here, not for every row.
             metadata = decoded(row.metadata)
@@ -279,7 +287,11 @@ class Mapper:
                 _text(p.get("startedAt")) or _text(p.get("updatedAt")),
             ),
         ):
-            self._guard(self.subagent, payload)
+            if isinstance(payload, dict):
+                restart = _text(payload.get("id")) in restart_ended
+                self.subagent(payload, None, restart=restart)
+            else:
+                self._unknown_row("payload:projection")
         for payload in provider_threads:
             self._guard(self.roster, payload)
         self._importing = True
@@ -299,6 +311,11 @@ class Mapper:
         self._started_by = {
             p["userMessageId"] for p in runs if isinstance(p, dict) and p.get("userMessageId")
         }
+        self._began_by = {
+            p["userMessageId"]
+            for p in runs
+            if isinstance(p, dict) and p.get("userMessageId") and p.get("startedAt")
+        }
         for payload in sorted(
             (p for p in messages if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
         ):
@@ -317,7 +334,8 @@ class Mapper:
             (p for p in transfers if isinstance(p, dict)), key=lambda p: _text(p.get("createdAt"))
         ):
             self._guard(self.transfer, payload)
-        self._started_by, self._importing, self._run_ends = set(), False, {}
+        self._started_by, self._began_by = set(), set()
+        self._importing, self._run_ends = False, {}
         self.memory["errors"] = {
             run_id: error
             for run_id, error in self.memory["errors"].items()
@@ -368,18 +386,18 @@ class Mapper:
 
     # --- subagents: tasks and native background work --------------------------------
 
-    def subagent(self, p: dict, occurred: str | None) -> None:
+    def subagent(self, p: dict, occurred: str | None, *, restart: bool = False) -> None:
         origin = p.get("origin")
         if not _text(p.get("id")) or not _text(p.get("threadId")):
             self._unknown_value("subagent.id")
         elif origin == "app_owned":
-            self.task(p, occurred)
+            self.task(p, occurred, restart=restart)
         elif origin == "provider_native":
             self.native(p, occurred)
         else:
             self._unknown_value(f"subagent.origin:{origin}")
 
-    def task(self, p: dict, occurred: str | None) -> None:
+    def task(self, p: dict, occurred: str | None, *, restart: bool = False) -> None:
         tasks = self.memory["tasks"]
         task_id, parent = p["id"], p["threadId"]
         child = _text(p.get("childThreadId")) or None
@@ -419,44 +437,86 @@ class Mapper:
         if mapped in TERMINAL and result is not None:
             known["result"] = result
         if mapped == known["status"]:
-            self._read(task_id, p, known, occurred)
+            self._delivery(task_id, p, known, occurred)
             return
         final = mapped in TERMINAL
         at = self._at(p.get("completedAt") if final else None, p.get("updatedAt"), occurred)
         if at is None:
             return
         known["status"] = mapped
+        # Cancelled by a restart's recovery or a stop's (K33): nobody cancelled it.
+        known["cut"] = 1 if restart and mapped == "cancelled" else None
         self._report(task_id, known, mapped, at, key=(task_id, mapped, at))
-        self._read(task_id, p, known, occurred)
+        self._delivery(task_id, p, known, occurred)
 
-    def _read(self, task_id: str, p: dict, known: dict, occurred: str | None) -> None:
-        """A terminal result the parent read (`task_status`, or a `wait` returning it)
-        is acknowledged by T3 with the parent run that observed it: that is a delivery
-        of that text to that run, told as a wake (P006, Z32; J has no such record)."""
+    def _delivery(self, task_id: str, p: dict, known: dict, occurred: str | None) -> None:
+        """T3's own record of how a terminal result reached the parent (P006, K33, Z32;
+        J has none), in the contract's words:
+
+        - `acknowledged`: the parent read it (`task_status`, or a `wait` returning it)
+          in the run T3 names: a task wake carrying the result, delivered to that run;
+        - `disposed`: handed over by other means (a delivery by hand), and no wake will
+          come: a delivery by hand of T;
+        - `delivered`: the wake reached the run it started or joined.
+
+        A wake T3 had reserved for the task and then cancelled (the read or the dispose
+        made it moot) was delivered by that read or that hand, not late. `pending` and
+        `claimed` say nothing yet."""
         delivery = p.get("completionDelivery")
-        if not isinstance(delivery, dict) or delivery.get("state") != "acknowledged":
+        if not isinstance(delivery, dict):
             return
-        if known["status"] not in TERMINAL or known.get("read"):
+        state = delivery.get("state")
+        if state not in DELIVERY_STATES:
+            self._unknown_value(f"completionDelivery.state:{state}")
+            return
+        if known["status"] not in TERMINAL or state not in SETTLED or known.get("settled"):
             return
         at = self._at(p.get("updatedAt"), occurred)
         if at is None:
             return
-        known["read"] = 1
         observed = _text(delivery.get("observedByRunId")) or None
-        wake = f"{task_id}:read"
-        self._emit(
-            "wake.queued",
-            (wake,),
-            at,
-            {
-                "wake": wake,
-                "thread": known["parent"],
-                "source": {"kind": "task", "task": task_id, "thread": known["child"]},
-                "summary": known["result"],
-                "outcome": known["status"] if known["status"] in WAKE_OUTCOMES else None,
-            },
-        )
-        self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": observed})
+        if state == "acknowledged" and not known.get("read"):
+            known["read"] = 1
+            wake = f"{task_id}:read"
+            self._emit(
+                "wake.queued",
+                (wake,),
+                at,
+                {
+                    "wake": wake,
+                    "thread": known["parent"],
+                    "source": {"kind": "task", "task": task_id, "thread": known["child"]},
+                    "summary": known["result"],
+                    "outcome": known["status"] if known["status"] in WAKE_OUTCOMES else None,
+                },
+            )
+            self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": observed})
+        elif state == "disposed":
+            wake = f"{task_id}:disposed"
+            self._emit(
+                "wake.queued",
+                (wake,),
+                at,
+                {
+                    "wake": wake,
+                    "thread": known["parent"],
+                    "source": {"kind": "manual", "task": task_id},
+                },
+            )
+        known["settled"] = [state, at, observed]
+        for wake, entry in (known.get("wakes") or {}).items():
+            self._settle(wake, entry, known["settled"])
+
+    def _settle(self, wake: str, entry: list, settled: list, queued: str | None = None) -> None:
+        """A task wake whose delivery T3 has settled: delivered to the run that read the
+        result, to the run the wake started or joined, or (disposed) to none. A wake
+        its run delivered already keeps that delivery: the id is the same, the first
+        telling wins."""
+        state, at, observed = settled
+        if queued is not None and _parse(queued) > _parse(at):
+            at = queued  # never delivered before it was queued
+        run = {"acknowledged": observed, "delivered": entry[1]}.get(state)
+        self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": run})
 
     def _delegated(self, task_id: str, p: dict, known: dict) -> None:
         mode = known["waits"]
@@ -478,7 +538,7 @@ class Mapper:
         suffix = ":child:" + event_id("", child).rsplit(":", 1)[1] if child else ""
         self._emit("task.delegated", (task_id,), known["at"], data, suffix=suffix)
 
-    def _report(self, task_id: str, known: dict, status: str, at: str, *, key) -> None:
+    def _report(self, task_id: str, known: dict, status: str, at: str, *, key, id=None) -> None:
         final = status in TERMINAL
         self._emit(
             "task.reported",
@@ -489,10 +549,26 @@ class Mapper:
                 "status": status,
                 "summary": known["result"] if final else None,
                 "result_run": known["result_run"] if final else None,
-                # T3 hands a result only by a wake, a read or the wait call's return.
-                "delivery": "wake" if final else None,
+                # T3 hands a result only by a wake, a read or the wait call's return; a
+                # task its recovery cancelled it hands nothing, and says so (cause).
+                "delivery": "wake" if final and not known.get("cut") else None,
+                "cause": "restart" if final and known.get("cut") else None,
+                "error": self._failure_of(known) if status == "failed" else None,
             },
+            id=id,
         )
+
+    def _failure_of(self, known: dict) -> str | None:
+        """T3's failure message for the task's result: its result run's error, else
+        (the result run not told yet) the child's last failed run's."""
+        failures = self.memory["failures"]
+        if known["result_run"]:
+            failure = failures.get(known["result_run"])
+            return failure[1] if failure else None
+        for thread, error in reversed(failures.values()):
+            if thread == known["child"]:
+                return error
+        return None
 
     def native(self, p: dict, occurred: str | None) -> None:
         natives = self.memory["natives"]
@@ -739,6 +815,8 @@ class Mapper:
                     },
                 )
                 wakes.append(wake)
+                if task is not None:
+                    self._task_wake(task, wake, message_id, _text(p.get("runId")) or None, at)
             return wakes
         family = NOTICE_KINDS.get(kind, ...)
         if family is ...:
@@ -775,6 +853,17 @@ class Mapper:
             },
         )
         return [message_id]
+
+    def _task_wake(self, task: dict, wake: str, message_id: str, run: str | None, at: str):
+        """Remember a task's wake until T3 settles its delivery; one already settled is
+        delivered now, unless (an import) the run it started tells it."""
+        entry = [message_id, run]
+        wakes = task.setdefault("wakes", {})
+        wakes[wake] = entry
+        _bound(wakes, KEEP_TASK_WAKES)
+        settled = task.get("settled")
+        if settled and not (self._importing and message_id in self._began_by):
+            self._settle(wake, entry, settled, queued=at)
 
     def _match(self, thread, family, source, text, outcome, at) -> str | None:
         """The item a command, monitor or subagent notice reports on: among the entries
@@ -858,6 +947,10 @@ class Mapper:
             error = self.memory["errors"].pop(run_id, None)
             if status == "failed" and error is None and text:
                 error = text
+            if status == "failed" and error:
+                # Kept for the task's report: T3 writes the failure only on the run.
+                self.memory["failures"][run_id] = [thread, error]
+                _bound(self.memory["failures"], KEEP_ENDED)
             if not text.strip() and error is None and thread in self.memory["children"]:
                 # A task's run with no text: the result T3 hands for it (facts §4).
                 text = NO_TEXT_RESULT.get(status) or f"Child task ended with status {status}."
@@ -1040,8 +1133,10 @@ class Mapper:
 
     def _promote_one(self, item_key: str, known: list) -> None:
         thread, run, label, started, _ = known
-        if self.memory["build"].get("roster"):
-            return  # the roster's entry stands for this work
+        if self.memory["build"].get("roster") and self._listed(thread):
+            # The roster's entry stands for this work. A roster that lists nothing (an
+            # import after the entry left) leaves the command item as the only trace.
+            return
         known[4] = 1
         item = item_id(thread, item_key)
         self._emit(
@@ -1050,6 +1145,15 @@ class Mapper:
             started,
             {"thread": thread, "item": item, "kind": "command", "run": run, "label": label},
         )
+
+    def _listed(self, thread: str) -> bool:
+        """Does a roster of this thread list command work now?"""
+        for roster in map(self.memory["rosters"].get, self._rosters_of(thread)):
+            if roster and any(
+                entry[0] in ("command", "other") for entry in roster["tasks"].values()
+            ):
+                return True
+        return False
 
     def work_cancelled(self, p: dict, occurred: str | None, thread: str | None = None) -> None:
         """Restart recovery cancelled work listed on a run (newer builds): each listed
@@ -1119,7 +1223,11 @@ class Mapper:
         if source_run and not done & REPORTED:
             known["result_run"] = source_run
             if known["status"] in TERMINAL:
-                self._report(task_id, known, known["status"], at, key=("transfer", transfer_id))
+                # The same fact as the finalizing report, now with its result run: at the
+                # same `at` its id extends that report's, so it sorts after and wins.
+                first = event_id("task.reported", task_id, known["status"], at)
+                suffix = ":run:" + event_id("", transfer_id).rsplit(":", 1)[1]
+                self._report(task_id, known, known["status"], at, key=None, id=first + suffix)
             done |= REPORTED
         transfers[transfer_id] = done
         _bound(transfers, KEEP_TRANSFERS)
@@ -1196,9 +1304,11 @@ class Mapper:
                 self._natives_by_thread.setdefault(native["thread"], set()).add(sub_id)
         return self._natives_by_thread.setdefault(thread, set())
 
-    def _emit(self, event_type: str, key: tuple, at: str, data: dict, *, suffix: str = "") -> None:
+    def _emit(
+        self, event_type: str, key, at: str, data: dict, *, suffix: str = "", id=None
+    ) -> None:
         event = {
-            "id": event_id(event_type, *key) + suffix,
+            "id": id or event_id(event_type, *key) + suffix,
             "type": event_type,
             "at": at,
             "data": {k: v for k, v in data.items() if v is not None},

@@ -375,16 +375,22 @@ class StateDB:
         ]
 
     def runs_ended_by_restart(self) -> set[str]:
-        """The runs a restart's recovery ended (an import: projections keep no command)."""
+        """The runs, and the tasks, a restart's recovery (or a stop's) ended: an import
+        needs it, projections keep no command."""
         log_ = self.schema.log
         if log_ is None or not log_.columns.get("command_id"):
             return set()
         query = (
             f'SELECT "{log_.columns["payload_json"]}" FROM "{log_.table}" '
-            f'WHERE "{log_.columns["command_id"]}" LIKE ? AND "{log_.columns["event_type"]}" = ?'
+            f'WHERE "{log_.columns["command_id"]}" LIKE ? '
+            f'AND "{log_.columns["event_type"]}" IN (?, ?)'
         )
         raw = self.retry(
-            lambda: self.open().execute(query, (RESTART_COMMAND + "%", "run.updated")).fetchall()
+            lambda: (
+                self.open()
+                .execute(query, (RESTART_COMMAND + "%", "run.updated", "subagent.updated"))
+                .fetchall()
+            )
         )
         ended = set()
         for (payload,) in raw:

@@ -5,13 +5,18 @@ leaves such a task `running` for good).
 Raised on T whose current report is not terminal (or that has none) when the latest
 run of T's child thread finished with `cause: "restart"` (a compatible extension of
 `run.finished`). Any later run of the child (a continue, a resumed turn) or a terminal
-report resolves it."""
+report resolves it.
+
+Extension (issue 28): a build whose recovery (or a stop) cancels such a task instead
+reports it `cancelled` with `cause: "restart"` (T3 0.0.33): terminal, yet nobody
+cancelled it and the parent will never hear of it. That report keeps the flag raised
+until the child runs again or a delivery by hand of T tells the parent."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, judged_tasks
+from ..ownership import child_thread, delivered_by_hand, judged_tasks
 from ..snapshot import DetectionSettings, Finding, Snapshot
 
 KIND = "left_by_restart"
@@ -21,7 +26,10 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
     found = []
     for task in judged_tasks(snap):
         report = task.current_report
-        if report is not None and report.terminal:
+        cut = report is not None and report.status == "cancelled" and report.cause == "restart"
+        if report is not None and report.terminal and not cut:
+            continue
+        if cut and delivered_by_hand(snap, task, any_text=True):
             continue
         runs = snap.runs_by_thread.get(child_thread(snap, task) or "", [])
         known = [run for run in runs if run.ordinal is not None]  # sorted by ordinal
@@ -39,9 +47,13 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
                     "events": [e for e in (latest.finished_event,) if e is not None],
                     "text": (
                         f"The orchestrator's restart cut the child's run {latest.id}, and the "
-                        f"task is still reported {report.status if report else 'unreported'}: "
-                        "nothing will resume it."
+                        "orchestrator cancelled the task itself: the parent will not hear of it."
+                        if cut
+                        else f"The orchestrator's restart cut the child's run {latest.id}, and "
+                        f"the task is still reported {report.status if report else 'unreported'}"
+                        ": nothing will resume it."
                     ),
+                    "cancelled_by_restart": cut,
                     "run": latest.id,
                 },
             )

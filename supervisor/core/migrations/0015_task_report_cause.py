@@ -1,0 +1,15 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("core", "0014_task_title_key"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="taskreport",
+            name="cause",
+            field=models.CharField(max_length=10, null=True),
+        ),
+    ]
