@@ -1,5 +1,6 @@
-"""The real T3 Code server, from the kit beside the clone (`../shared/t3code`): built
-once per session for the tests that follow or act on it."""
+"""The real T3 Code servers, from the kits beside the clone: `../shared/t3code` (T3 Code
+0.0.30) and `../shared/t3code-next` (0.0.33), each built once per session for the tests
+that follow or act on it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-KIT = ROOT.parent / "shared" / "t3code" / "kit"
+SHARED = ROOT.parent / "shared"
+KITS = {"0.0.30": SHARED / "t3code" / "kit", "0.0.33": SHARED / "t3code-next" / "kit"}
+KIT = KITS["0.0.30"]
 
 
 def _unavailable(reason: str):
@@ -21,14 +24,26 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def kit() -> Path:
-    if not KIT.is_file():
-        _unavailable(f"no T3 Code kit beside this clone ({KIT})")
+def built(kit: Path) -> Path:
+    """The kit, its T3 Code built (a second build returns at once)."""
+    if not kit.is_file():
+        _unavailable(f"no T3 Code kit beside this clone ({kit})")
     for tool in ("npm", "g++", "make"):
         if shutil.which(tool) is None:
             _unavailable(f"the kit needs {tool!r} to build T3 Code, and it is not on PATH")
-    built = subprocess.run([str(KIT), "build"], capture_output=True, text=True, timeout=900)
-    if built.returncode != 0:
-        _unavailable(f"kit build failed: {(built.stderr or built.stdout)[-2000:]}")
-    return KIT
+    done = subprocess.run([str(kit), "build"], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        _unavailable(f"{kit} build failed: {(done.stderr or done.stdout)[-2000:]}")
+    return kit
+
+
+@pytest.fixture(scope="session")
+def kit() -> Path:
+    """The 0.0.30 kit."""
+    return built(KITS["0.0.30"])
+
+
+@pytest.fixture(scope="session")
+def kit_next() -> Path:
+    """The 0.0.33 kit."""
+    return built(KITS["0.0.33"])
