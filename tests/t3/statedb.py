@@ -94,6 +94,9 @@ class FakeT3:
     """Writes T3's rows. Every write is one transaction and one event row; `after_write`
     (if set) is called after each, so a test can follow between any two rows."""
 
+    # The command id of the rows written next (a restart's recovery, say); None: one each.
+    command_id: str | None = None
+
     def __init__(self, path: str | Path, *, wal: bool = True, legacy_copy: bool = False):
         self.path = Path(path)
         self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=10)
@@ -150,7 +153,7 @@ class FakeT3:
                 self.versions[stream],
                 event_type,
                 at,
-                f"cmd-{self.counter}",
+                self.command_id or f"cmd-{self.counter}",
                 "server",
                 payload_json,
                 json.dumps(metadata),

@@ -84,14 +84,14 @@ def _task_finished(t3: FakeT3, *, completion_wake: str, parent_ends: str) -> tup
     return lead, child
 
 
-def _judged(tmp_path, write) -> tuple[dict, object]:
+def _judged(tmp_path, write, *, start: str = "log") -> tuple[dict, object]:
     """The rows `write` writes, followed and judged at noon: (tasks' flags, the source)."""
     path = tmp_path / "state.sqlite"
     t3 = FakeT3(path)
     write(t3)
     t3.close()
     source, _ = do_create_source("t3-records", scopes="ingest,read")
-    follower = Follower(source, str(path), start="log", evaluate=False)
+    follower = Follower(source, str(path), start=start, evaluate=False)
     follower.follow()
     follower.close()
     at = datetime.fromisoformat(d("12:00:00.000"))
@@ -223,3 +223,156 @@ def test_a_wait_call_that_died_and_was_delegated_again_flags_the_duplicate_and_t
     # The original finished while the parent's retry run was under way; that run has
     # ended since, and nothing brought the result: the operator is told to deliver it.
     assert tasks[TASK]["open"] == ["never_delivered"]
+
+
+def _wake_reserved(t3: FakeT3) -> tuple[str, str]:
+    """K33's shape when a child finishes while the delegating run is still live: the task
+    is `claimed`, and the wake's message is written for a run queued behind it (the
+    pointer text; its command `command:fixture:delegated-completion:dispatch:…`).
+    Returns (the delegating run, the queued wake run)."""
+    t3.thread(PARENT, at=d("09:00:00.000"), title="Lead")
+    lead = user_run(
+        t3,
+        PARENT,
+        1,
+        "msg-lead",
+        text="Diff the schema in a child and poll it.",
+        at_message=d("09:00:01.000"),
+        at_run=d("09:00:01.010"),
+        at_start=d("09:00:01.050"),
+    )
+    delegate(
+        t3,
+        TASK,
+        at=d("09:00:02.000"),
+        parent=PARENT,
+        parent_run=lead,
+        child=CHILD,
+        title="Schema diff",
+        prompt="Diff the schema.",
+        completionWake="always",
+    )
+    t3.update_subagent(TASK, at=d("09:00:02.100"), status="running")
+    child = user_run(
+        t3,
+        CHILD,
+        1,
+        "msg-child",
+        text="Diff the schema.",
+        at_message=d("09:00:02.040"),
+        at_run=d("09:00:02.050"),
+        at_start=d("09:00:02.100"),
+    )
+    finish(t3, child, CHILD, at=d("09:00:05.000"), text="Schema diff: 1 added column.")
+    t3.update_subagent(
+        TASK,
+        at=d("09:00:05.100"),
+        status="completed",
+        result="Schema diff: 1 added column.",
+        completionDelivery={"state": "claimed", "observedByRunId": None},
+    )
+    t3.transfer(
+        "transfer:schema",
+        at=d("09:00:05.100"),
+        source_thread=CHILD,
+        target_thread=PARENT,
+        source_run=child,
+        target_run=lead,
+        status="consumed",
+    )
+    pointer = (
+        f"Delegated task {TASK} reached a terminal state. Use task_status with taskId {TASK} "
+        "to read the result."
+    )
+    t3.message(
+        "msg-wake",
+        at=d("09:00:05.200"),
+        thread=PARENT,
+        role="user",
+        text=pointer,
+        createdBy="agent",
+        creationSource="server",
+        delegatedCompletion={"parentRunId": lead, "generation": 1, "taskIds": [TASK]},
+    )
+    wake_run = t3.run(PARENT, 2, at=d("09:00:05.200"), user_message="msg-wake")
+    t3.update_message("msg-wake", at=d("09:00:05.200"), runId=wake_run)
+    return lead, wake_run
+
+
+@pytest.mark.parametrize("start", ["log", "import"])
+def test_a_wake_cancelled_because_the_parent_read_the_result_in_its_run_is_not_late(
+    tmp_path, start
+):
+    """`kit scenario ack-in-run`: the delegating run reads the result with task_status;
+    T3 acknowledges it (observed by that run) and cancels the wake run it had queued."""
+
+    def write(t3):
+        lead, wake_run = _wake_reserved(t3)
+        t3.update_subagent(
+            TASK,
+            at=d("09:00:06.000"),
+            completionDelivery={"state": "acknowledged", "observedByRunId": lead},
+        )
+        t3.update_run(wake_run, at=d("09:00:06.000"), status="cancelled")
+        finish(t3, lead, PARENT, at=d("09:00:08.000"), text="Read it: 1 added column.")
+
+    tasks, source = _judged(tmp_path, write, start=start)
+    assert tasks[TASK]["open"] == []
+    assert tasks[TASK]["raised"] == []
+    delivered = {
+        e.data["wake"]: e.data.get("run")
+        for e in IngestedEvent.objects.filter(source=source, type="wake.delivered")
+    }
+    # The reserved wake and the read both reached the run that read the result.
+    assert delivered == {
+        "msg-wake": "run:thread:thread:lead:ordinal:1",
+        f"{TASK}:read": ("run:thread:thread:lead:ordinal:1"),
+    }
+
+
+@pytest.mark.parametrize("start", ["log", "import"])
+def test_a_result_delivered_by_hand_and_disposed_is_a_delivery_by_hand(tmp_path, start):
+    """`kit scenario manual-dispose`: someone sent the parent the result by hand and
+    disposed T3's delivery; T3 cancels the wake run it had queued."""
+
+    def write(t3):
+        lead, wake_run = _wake_reserved(t3)
+        t3.message(
+            "msg-by-hand",
+            at=d("09:00:06.000"),
+            thread=PARENT,
+            role="user",
+            text=f"[supervisor] Result of task {TASK}: Schema diff: 1 added column.",
+        )
+        by_hand = t3.run(PARENT, 3, at=d("09:00:06.000"), user_message="msg-by-hand")
+        t3.update_message("msg-by-hand", at=d("09:00:06.000"), runId=by_hand)
+        t3.update_subagent(
+            TASK,
+            at=d("09:00:06.500"),
+            completionDelivery={"state": "disposed", "observedByRunId": None},
+        )
+        t3.update_run(wake_run, at=d("09:00:06.500"), status="cancelled")
+        finish(t3, lead, PARENT, at=d("09:00:08.000"), text="Going on.")
+        t3.update_run(by_hand, at=d("09:00:08.100"), status="running")
+        finish(t3, by_hand, PARENT, at=d("09:00:09.000"), text="Noted the diff.")
+
+    tasks, source = _judged(tmp_path, write, start=start)
+    assert tasks[TASK]["open"] == []
+    assert "late_wake" not in tasks[TASK]["raised"]
+    [by_hand] = IngestedEvent.objects.filter(
+        source=source, type="wake.queued", data__source__kind="manual"
+    )
+    assert by_hand.data["source"] == {"kind": "manual", "task": TASK}
+    assert by_hand.data["thread"] == PARENT
+
+
+def test_the_reserved_wake_neither_read_nor_disposed_stays_late(tmp_path):
+    """The control: a wake run that never starts, with no record settling it."""
+
+    def write(t3):
+        lead, _ = _wake_reserved(t3)
+        finish(t3, lead, PARENT, at=d("09:00:08.000"), text="Going on.")
+
+    tasks, _ = _judged(tmp_path, write)
+    # The queued wake run is unfinished: never_delivered waits on it.
+    assert tasks[TASK]["open"] == ["late_wake"]

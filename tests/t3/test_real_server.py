@@ -1,17 +1,22 @@
-"""The T3 connector against the real T3 Code server: the kit beside the clone
-(`../shared/t3code`) builds T3 from source and plays the field's failure shapes with a
-scripted provider; every row is written by the real server. Each scenario's database is
-followed from its log and imported from its projections, and the open flags must be the
-ones the contract gives for that shape, with nothing on a healthy task.
+"""The T3 connector against the real T3 Code servers: the kits beside the clone
+(`../shared/t3code`, T3 Code 0.0.30, and `../shared/t3code-next`, 0.0.33) build T3 from
+source and play the field's failure shapes with a scripted provider; every row is
+written by the real server. Each scenario's database is followed from its log and
+imported from its projections, and the open flags must be the ones the contract gives
+for that shape, with nothing on a healthy task.
 
-In CI these tests run and fail, never skip; elsewhere, without the kit or where it
+In CI these tests run and fail, never skip; elsewhere, without the kits or where they
 cannot build (no npm, no C++ toolchain), they skip and say why."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import shutil
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,64 +25,119 @@ import pytest
 
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.locate import state_database
+from supervisor.connectors.t3code.schema import StateDBError
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
 from supervisor.core.scenario import _result
 from supervisor.core.sources import do_create_source
+from tests.conftest import ROOT
+
+from .conftest import KITS, built
 
 # Each kit scenario, its tasks by role (scenario.json), and the flags the contract gives
 # for that shape: the scenario of the contract whose shape it plays is named.
-EXPECTED: dict[str, dict[str, list[str]]] = {
-    "delegate": {"the task": []},
-    # seed000-stale-finalize: finalized on the interim text, the real one never handed.
-    "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
-    # seed002-transient-failure's first task (its orphan wake names another task id,
-    # which this shape does not play).
-    "transient-continue": {"the task": ["failed_while_running", "transient_failure"]},
-    # seed002-transient-failure's second task: the same task delegated twice.
-    "duplicate": {"the first task": [], "the second task": ["duplicate_delegation"]},
-    # The child's run never ends; the server's stop cancels it (a restart's recovery,
-    # `runtime-reconcile`) and the task stays running for good (T3 #7314).
-    "stuck": {"the task": ["left_by_restart", "stuck"]},
-    # healthy-awaited-background / healthy-real-failure: nothing to flag.
-    "healthy-wait": {"the task": []},
-    "healthy-failure": {"the task": []},
+EXPECTED: dict[str, dict[str, dict[str, list[str]]]] = {
+    "0.0.30": {
+        "delegate": {"the task": []},
+        # seed000-stale-finalize: finalized on the interim text, the real one never handed.
+        "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
+        # seed002-transient-failure's first task (its orphan wake names another task id,
+        # which this shape does not play).
+        "transient-continue": {"the task": ["failed_while_running", "transient_failure"]},
+        # seed002-transient-failure's second task: the same task delegated twice.
+        "duplicate": {"the first task": [], "the second task": ["duplicate_delegation"]},
+        # The child's run never ends; the server's stop cancels it (a restart's recovery,
+        # `runtime-reconcile`) and the task stays running for good (T3 #7314).
+        "stuck": {"the task": ["left_by_restart", "stuck"]},
+        # healthy-awaited-background / healthy-real-failure: nothing to flag.
+        "healthy-wait": {"the task": []},
+        "healthy-failure": {"the task": []},
+    },
+    "0.0.33": {
+        "delegate": {"the task": []},
+        "delegate-ws": {"the task": []},
+        # The same stale finalization; the child's run 2 is woken by its command's end
+        # (the roster entry, then the provider continuation) and owned.
+        "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
+        "transient-continue": {"the task": ["failed_while_running", "transient_failure"]},
+        "duplicate": {"the first task": [], "the second task": ["duplicate_delegation"]},
+        # The stop's reconciliation cancels the task itself (cause restart): the parent
+        # will never hear of it.
+        "stuck": {"the task": ["left_by_restart"]},
+        "healthy-wait": {"the task": []},
+        "healthy-failure": {"the task": []},
+        # The parent read the result (acknowledged): a delivery, and the wake T3 had
+        # reserved and cancelled for it is not late.
+        "delegate-ack": {"the task": []},
+        "ack-in-run": {"the task": []},
+        # Delivered by hand and disposed: the cancelled wake is not late either.
+        "manual-dispose": {"the task": []},
+        # The queued wake run never starts (T3 rewrites the parent's run 1 to waiting
+        # and the queued run stays so until the stop): right for what T3 wrote.
+        "cancel-queued": {"the task": ["failed_while_running", "late_wake", "never_delivered"]},
+        # The third wave stays pending (T3 #12285) until the kit delivers it by hand and
+        # disposes it: nothing open at the end.
+        "group": {"the first task": [], "the second task": [], "the third task": []},
+        # Restart recovery cancels the held task (no result, no wake).
+        "restart": {"the held task": ["left_by_restart"], "the background task": []},
+    },
 }
+PLAYS = [(version, name) for version in EXPECTED for name in EXPECTED[version]]
+
+
+def _kit_digest(kit: Path) -> str:
+    """What the plays depend on: the kit's script, its drivers and its source."""
+    digest = hashlib.sha256()
+    folder = kit.parent
+    for path in sorted(
+        [kit, folder / "t3code-src.tar.gz", *sorted((folder / "lib").rglob("*"))], key=str
+    ):
+        if path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @pytest.fixture(scope="session")
-def scenario_dirs(kit, tmp_path_factory) -> dict[str, Path]:
-    """Every scenario played once per session, two at a time (the server is real and
-    each takes 15 to 27 s on two cores)."""
-    root = tmp_path_factory.mktemp("t3-scenarios")
+def scenario_dirs(tmp_path_factory) -> dict[tuple[str, str], Path]:
+    """Every scenario of both kits, played once per CI run: a play is kept under the test
+    var dir by the kits' digests, so the service run follows the databases the embedded
+    run's plays wrote (the rows are T3's; only Supervisor's store differs). Two at a time:
+    the servers are real and each takes 20 to 70 s on two cores."""
+    kits = {version: built(KITS[version]) for version in EXPECTED}
+    var = Path(os.environ.get("SUPERVISOR_VAR_DIR") or ROOT / "var")
+    roots = {
+        version: var / "t3-played" / f"{version}-{_kit_digest(kit)}"
+        for version, kit in kits.items()
+    }
 
-    def play(name: str) -> tuple[str, Path, subprocess.CompletedProcess]:
-        base = root / name
+    def play(version: str, name: str) -> tuple[str, str, Path, str | None]:
+        base = roots[version] / name
+        if (base / "scenario.json").is_file():
+            return version, name, base, None
         shutil.rmtree(base, ignore_errors=True)  # the kit wants a base without a database
+        base.parent.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [str(kit), "scenario", name, "--base-dir", str(base)],
+            [str(kits[version]), "scenario", name, "--base-dir", str(base)],
             capture_output=True,
             text=True,
             timeout=300,
         )
-        return name, base, done
+        if done.returncode:
+            (base / "scenario.json").unlink(missing_ok=True)
+            return version, name, base, done.stdout[-1500:] + done.stderr[-1500:]
+        return version, name, base, None
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        played = list(pool.map(play, EXPECTED))
+        played = list(pool.map(lambda play_: play(*play_), PLAYS))
     # A loaded machine can time out the kit's own set-up (`project add` against the
     # starting server): such a scenario is played again, alone, up to twice.
     for _ in range(2):
-        played = [
-            play(name) if done.returncode else (name, base, done) for name, base, done in played
-        ]
-    failed = {
-        name: done.stdout[-1500:] + done.stderr[-1500:]
-        for name, _, done in played
-        if done.returncode
-    }
+        played = [play(v, n) if failed else (v, n, b, failed) for v, n, b, failed in played]
+    failed = {f"{v} {n}": why for v, n, _, why in played if why}
     assert not failed, f"kit scenarios failed: {failed}"
-    return {name: base for name, base, _ in played}
+    return {(v, n): base for v, n, base, _ in played}
 
 
 def _follow(source, base: Path, start: str) -> Follower:
@@ -99,9 +159,9 @@ def _tasks(base: Path) -> dict[str, dict]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("start", ["log", "import"])
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_real_scenario_opens_the_flags_the_contract_gives(scenario_dirs, name, start):
-    base = scenario_dirs[name]
+@pytest.mark.parametrize(("version", "name"), PLAYS, ids=[f"{v}-{n}" for v, n in PLAYS])
+def test_a_real_scenario_opens_the_flags_the_contract_gives(scenario_dirs, version, name, start):
+    base = scenario_dirs[version, name]
     source, _ = do_create_source("t3-real", scopes="ingest,read")
     _follow(source, base, start)
     state = FollowState.objects.get(source=source)
@@ -115,9 +175,9 @@ def test_a_real_scenario_opens_the_flags_the_contract_gives(scenario_dirs, name,
         evaluate(source.namespace_id, at)
     result = _result(name, source.namespace_id)
     tasks, _ = _tasks(base)
-    assert set(tasks) == set(EXPECTED[name])
+    assert set(tasks) == set(EXPECTED[version][name])
     opened = {role: sorted(result["tasks"][task["taskId"]]["open"]) for role, task in tasks.items()}
-    assert opened == EXPECTED[name]
+    assert opened == EXPECTED[version][name]
     threads = {
         thread: flags["open"] for thread, flags in result["threads"].items() if flags["open"]
     }
@@ -125,8 +185,9 @@ def test_a_real_scenario_opens_the_flags_the_contract_gives(scenario_dirs, name,
 
 
 @pytest.mark.django_db
-def test_a_real_child_thread_is_linked_to_its_parent(scenario_dirs):
-    base = scenario_dirs["delegate"]
+@pytest.mark.parametrize("version", sorted(EXPECTED))
+def test_a_real_child_thread_is_linked_to_its_parent(scenario_dirs, version):
+    base = scenario_dirs[version, "delegate"]
     source, _ = do_create_source("t3-real", scopes="ingest,read")
     _follow(source, base, "log")
     tasks, played = _tasks(base)
@@ -138,8 +199,9 @@ def test_a_real_child_thread_is_linked_to_its_parent(scenario_dirs):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("start", ["log", "import"])
-def test_a_real_failed_run_carries_t3s_error_item(scenario_dirs, start):
-    base = scenario_dirs["healthy-failure"]
+@pytest.mark.parametrize("version", sorted(EXPECTED))
+def test_a_real_failed_run_carries_t3s_error_item(scenario_dirs, version, start):
+    base = scenario_dirs[version, "healthy-failure"]
     source, _ = do_create_source("t3-real", scopes="ingest,read")
     _follow(source, base, start)
     tasks, _ = _tasks(base)
@@ -151,10 +213,11 @@ def test_a_real_failed_run_carries_t3s_error_item(scenario_dirs, start):
 
 
 @pytest.mark.django_db
-def test_real_wakes_are_delivered_when_their_runs_start(scenario_dirs):
+@pytest.mark.parametrize("version", sorted(EXPECTED))
+def test_real_wakes_are_delivered_when_their_runs_start(scenario_dirs, version):
     """stale-wake has two: the parent's (T3's task wake) and the child's (the
     continuation after its background command)."""
-    base = scenario_dirs["stale-wake"]
+    base = scenario_dirs[version, "stale-wake"]
     source, _ = do_create_source("t3-real", scopes="ingest,read")
     _follow(source, base, "log")
     tasks, played = _tasks(base)
@@ -168,3 +231,61 @@ def test_real_wakes_are_delivered_when_their_runs_start(scenario_dirs):
     }
     woken = [played["parentRuns"][1]["id"], tasks["the task"]["childRuns"][1]["id"]]
     assert delivered == {run: started[run] for run in woken}
+
+
+# Followed live as an install is: imported at the first step (whatever the server has
+# written by then), then read from the log while the server writes. A batch boundary
+# can fall anywhere, between a roster entry and its command's end, say.
+LIVE = {
+    ("0.0.33", "stale-wake"): EXPECTED["0.0.33"]["stale-wake"],
+    ("0.0.33", "ack-in-run"): EXPECTED["0.0.33"]["ack-in-run"],
+    ("0.0.30", "stale-wake"): EXPECTED["0.0.30"]["stale-wake"],
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("version", "name"), sorted(LIVE), ids=[f"{v}-{n}" for v, n in sorted(LIVE)]
+)
+def test_a_real_scenario_followed_live_opens_the_same_flags(version, name, tmp_path):
+    kit = built(KITS[version])
+    base = tmp_path / name
+    path = base / "userdata" / "state.sqlite"
+    source, _ = do_create_source("t3-live", scopes="ingest,read")
+    log = tmp_path / "kit.log"  # a file, not a pipe: the kit's dump would fill one
+    playing = subprocess.Popen(
+        [str(kit), "scenario", name, "--base-dir", str(base)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    follower, steps = None, 0
+    try:
+        deadline = time.monotonic() + 300
+        while playing.poll() is None and time.monotonic() < deadline:
+            if follower is None and path.is_file():
+                follower = Follower(source, str(path), evaluate=False, batch_size=7)
+            if follower is not None:
+                with contextlib.suppress(StateDBError):  # mid-creation: the next step reads it
+                    steps += follower.step().batches
+            time.sleep(0.2)
+        playing.wait(timeout=60)
+    finally:
+        if playing.poll() is None:
+            playing.kill()
+    assert playing.returncode == 0, log.read_text()[-2000:]
+    if follower is None:
+        follower = Follower(source, str(path), evaluate=False)
+    try:
+        follower.follow()
+    finally:
+        follower.close()
+    assert steps > 1, "the follower never read the database while the server wrote it"
+    state = FollowState.objects.get(source=source)
+    assert state.unknown == {}
+    at = clock.now() + timedelta(hours=2)
+    with clock.virtual_clock(at):
+        evaluate(source.namespace_id, at)
+    result = _result(name, source.namespace_id)
+    tasks, _ = _tasks(base)
+    opened = {role: sorted(result["tasks"][task["taskId"]]["open"]) for role, task in tasks.items()}
+    assert opened == LIVE[version, name]
