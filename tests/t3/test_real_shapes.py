@@ -25,7 +25,9 @@ class Log:
         self.sequence = 0
         self.events: list[dict] = []
 
-    def row(self, event_type: str, payload: dict, *, stream: str = PARENT, metadata=None):
+    def row(
+        self, event_type: str, payload: dict, *, stream: str = PARENT, metadata=None, command=None
+    ):
         self.sequence += 1
         self.mapper.map_row(
             Row(
@@ -38,6 +40,7 @@ class Log:
                 payload,
                 metadata or {},
                 2,
+                command,
             )
         )
         self.events += self.mapper.take()
@@ -360,3 +363,175 @@ def test_a_tasks_run_with_no_text_has_the_result_t3_hands_for_it():
     )
     [finished] = log.of("run.finished")
     assert finished["summary"] == "Child task ended with status interrupted."
+
+
+def _subagent(status: str, at: str, **more) -> dict:
+    return {
+        "id": TASK,
+        "threadId": PARENT,
+        "runId": run_of(PARENT, 1),
+        "origin": "app_owned",
+        "childThreadId": CHILD,
+        "title": "Nightly batch",
+        "prompt": "Run the nightly batch.",
+        "completionWake": "always",
+        "status": status,
+        "startedAt": "2026-12-02T10:00:00.000Z",
+        "updatedAt": at,
+        "completedAt": at if status in ("completed", "failed", "cancelled") else None,
+        **more,
+    }
+
+
+def test_a_task_its_recovery_cancelled_is_reported_cut_by_a_restart_and_promised_no_wake():
+    """K33: startup recovery (and a stop's reconciliation) cancels a task whose child run
+    it cut, under its reconcile command: no result, no completionDelivery, no wake."""
+    log = Log()
+    log.row("subagent.updated", _subagent("running", "2026-12-02T10:00:00.000Z"))
+    log.run(CHILD, 1, "running", "2026-12-02T10:00:00.100Z")
+    reconcile = "command:runtime-reconcile:startup:thread:2026-12-02T10:05:00.000Z"
+    log.row(
+        "run.updated",
+        {
+            "id": run_of(CHILD, 1),
+            "threadId": CHILD,
+            "ordinal": 1,
+            "status": "cancelled",
+            "requestedAt": "2026-12-02T10:00:00.100Z",
+            "startedAt": "2026-12-02T10:00:00.100Z",
+            "completedAt": "2026-12-02T10:05:00.000Z",
+            "updatedAt": "2026-12-02T10:05:00.000Z",
+        },
+        stream=CHILD,
+        command=reconcile,
+    )
+    log.row(
+        "subagent.updated",
+        _subagent("cancelled", "2026-12-02T10:05:00.010Z", result=None),
+        command=reconcile,
+    )
+    [run] = log.of("run.finished")
+    assert run["cause"] == "restart"
+    cancelled = log.of("task.reported")[-1]
+    assert cancelled == {"task": TASK, "status": "cancelled", "cause": "restart"}
+
+
+def test_a_task_someone_cancelled_is_promised_a_wake():
+    log = Log()
+    log.row("subagent.updated", _subagent("running", "2026-12-02T10:00:00.000Z"))
+    log.row("subagent.updated", _subagent("cancelled", "2026-12-02T10:05:00.010Z"))
+    cancelled = log.of("task.reported")[-1]
+    assert (cancelled.get("cause"), cancelled["delivery"]) == (None, "wake")
+
+
+def test_a_failed_tasks_report_carries_its_result_runs_error():
+    """T3 keeps the failure only in the run's error item; the task's result is the run's
+    last assistant line, here an interim one. The report carries both."""
+    log = Log()
+    log.row("subagent.updated", _subagent("running", "2026-12-02T10:00:00.000Z"))
+    run = run_of(CHILD, 1)
+    log.run(CHILD, 1, "running", "2026-12-02T10:00:00.100Z")
+    log.message(CHILD, "m1", run, "assistant", "Still on it.", "2026-12-02T10:00:01.000Z")
+    log.row(
+        "turn-item.updated",
+        {
+            "id": "item:error",
+            "threadId": CHILD,
+            "runId": run,
+            "type": "error",
+            "status": "failed",
+            "title": "Provider error",
+            "failure": {"class": "provider_error", "message": "API Error: 529 overloaded"},
+            "updatedAt": "2026-12-02T10:00:02.000Z",
+        },
+        stream=CHILD,
+    )
+    log.run(CHILD, 1, "failed", "2026-12-02T10:00:02.100Z")
+    log.row(
+        "subagent.updated",
+        _subagent("failed", "2026-12-02T10:00:02.200Z", result="Still on it."),
+    )
+    report = log.of("task.reported")[-1]
+    assert (report["summary"], report["error"]) == ("Still on it.", "API Error: 529 overloaded")
+
+
+def test_an_import_after_the_roster_emptied_keeps_the_command_that_outlived_its_run():
+    """K33 lists background work on the roster, so following the log takes the roster's
+    entry for it; an import after the entry left finds the roster empty, and the command
+    item is then the only trace of the work the child's run 2 was woken for."""
+    mapper = Mapper()
+    child_run = run_of(CHILD, 1)
+    wake_run = run_of(CHILD, 2)
+    events = mapper.import_state(
+        threads=[],
+        subagents=[_subagent("completed", "2026-12-02T10:00:02.000Z", result="Still running.")],
+        provider_threads=[
+            {
+                "id": "provider-thread:codex:child",
+                "appThreadId": CHILD,
+                "pendingBackgroundTasks": [],
+                "updatedAt": "2026-12-02T10:00:09.000Z",
+            }
+        ],
+        messages=[
+            {
+                "id": "message:continuation",
+                "threadId": CHILD,
+                "runId": wake_run,
+                "role": "user",
+                "text": "Background command completed (exit 0): pytest -q tests/",
+                "createdBy": "agent",
+                "creationSource": "provider",
+                "createdAt": "2026-12-02T10:00:09.100Z",
+                "updatedAt": "2026-12-02T10:00:09.100Z",
+            }
+        ],
+        runs=[
+            {
+                "id": child_run,
+                "threadId": CHILD,
+                "ordinal": 1,
+                "status": "completed",
+                "requestedAt": "2026-12-02T10:00:00.000Z",
+                "startedAt": "2026-12-02T10:00:00.100Z",
+                "completedAt": "2026-12-02T10:00:02.000Z",
+            },
+            {
+                "id": wake_run,
+                "threadId": CHILD,
+                "ordinal": 2,
+                "status": "completed",
+                "userMessageId": "message:continuation",
+                "requestedAt": "2026-12-02T10:00:09.100Z",
+                "startedAt": "2026-12-02T10:00:09.200Z",
+                "completedAt": "2026-12-02T10:00:10.000Z",
+            },
+        ],
+        transfers=[],
+        texts={},
+        turn_items=[
+            {
+                "id": "item:cmd",
+                "threadId": CHILD,
+                "runId": child_run,
+                "type": "command_execution",
+                "status": "completed",
+                "input": "pytest -q tests/",
+                "startedAt": "2026-12-02T10:00:01.000Z",
+                "completedAt": "2026-12-02T10:00:09.000Z",
+                "updatedAt": "2026-12-02T10:00:09.000Z",
+            }
+        ],
+    )
+    [started] = [e["data"] for e in events if e["type"] == "background.started"]
+    assert (started["kind"], started["run"], started["label"]) == (
+        "command",
+        child_run,
+        "pytest -q tests/",
+    )
+    [wake] = [e["data"] for e in events if e["type"] == "wake.queued"]
+    assert wake["source"] == {"kind": "background", "item": started["item"]}
+    [woken] = [
+        e["data"] for e in events if e["type"] == "run.requested" and e["data"]["ordinal"] == 2
+    ]
+    assert woken["trigger"] == {"kind": "wake", "wake": "message:continuation"}
