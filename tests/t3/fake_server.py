@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
 DISPATCH = "orchestration.dispatchCommand"
+PROJECTION = "orchestration.getThreadProjection"
 DISPATCH_ERROR = "OrchestrationV2DispatchCommandError"
 SERVER = "fake-t3/1"
 
@@ -79,6 +80,13 @@ class FakeT3:
         self.session_scopes: list[str] | None = ["orchestration:read", "orchestration:operate"]
         self.session_expires: str | None = "2027-01-01T00:00:00.000Z"
         self.session_accepts = True  # False: the endpoint calls every token unauthenticated
+        # What `GET /.well-known/t3/environment` answers; None: no such document (404).
+        self.environment: dict | None = {
+            "serverVersion": "0.0.33",
+            "capabilities": {"repositoryIdentity": True, "threadSettlement": True},
+        }
+        # Each thread's runs, as `orchestration.getThreadProjection` answers them.
+        self.thread_runs: dict[str, list[dict]] = {}
         self._upgrade_status: int | None = None
         self._upgrade_body = ""
         self._hold = False
@@ -166,6 +174,12 @@ class FakeT3:
             forced, body = self._upgrade_status, self._upgrade_body
         if parts.path == "/api/auth/session":
             return self._session(connection, authorization)
+        if parts.path == "/.well-known/t3/environment":
+            if self.environment is None:
+                return connection.respond(404, "Not Found")
+            response = connection.respond(200, json.dumps(self.environment))
+            response.headers["Content-Type"] = "application/json"
+            return response
         if parts.path != "/ws":
             status, answer = 404, {"error": "not_found", "message": f"No route {parts.path}."}
         elif parse_qs(parts.query).get("orchestrationProtocol") != ["2"]:
@@ -247,6 +261,11 @@ class FakeT3:
         connection.send(json.dumps(self._answer(call, str(frame.get("id")))))
 
     def _answer(self, call: Call, request_id: str) -> dict:
+        if call.method == PROJECTION:
+            thread = (call.payload or {}).get("threadId")
+            return _success(
+                request_id, {"threadId": thread, "runs": self.thread_runs.get(thread, [])}
+            )
         if call.method != DISPATCH:
             return {"_tag": "Defect", "defect": f"Unknown request tag: {call.method}"}
         command = call.payload if isinstance(call.payload, dict) else {}

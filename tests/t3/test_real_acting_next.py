@@ -63,7 +63,9 @@ class Served:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        self.run("wait", "--port", str(self.port), "--pid", str(self.process.pid), "--timeout", "90")
+        self.run(
+            "wait", "--port", str(self.port), "--pid", str(self.process.pid), "--timeout", "90"
+        )
         self.token = self.run("token", "--base-dir", str(base))
         self.project = self.run(
             "project", "--base-dir", str(base), "--workspace", str(base / "workspace")
@@ -164,10 +166,8 @@ def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t
 
         def starved():
             subs = d.parent_subagents(parent)
-            if len(subs) == 3 and all(s["status"] == "completed" for s in subs):
-                if drive.all_terminal(d.runs(parent)):
-                    return subs
-            return None
+            done = len(subs) == 3 and all(s["status"] == "completed" for s in subs)
+            return subs if done and drive.all_terminal(d.runs(parent)) else None
 
         subs = d.wait("all three tasks to finish and the parent to idle", starved, 90)
         time.sleep(3.0)  # a third wake would have been reserved by now
@@ -203,13 +203,16 @@ def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t
 
     # T3 runs the parent on the delivery; once it has settled, nothing more came.
     def parent_settled():
-        return rows(
-            t3.base,
-            "SELECT COUNT(*) FROM orchestration_v2_projection_runs "
-            "WHERE thread_id = ? AND status NOT IN ('completed', 'failed', 'interrupted', "
-            "'cancelled')",
-            parent,
-        )[0][0] == 0
+        return (
+            rows(
+                t3.base,
+                "SELECT COUNT(*) FROM orchestration_v2_projection_runs "
+                "WHERE thread_id = ? AND status NOT IN ('completed', 'failed', 'interrupted', "
+                "'cancelled')",
+                parent,
+            )[0][0]
+            == 0
+        )
 
     assert eventually(parent_settled, bool, timeout=30)
     time.sleep(1.0)
@@ -269,9 +272,11 @@ def test_cancel_of_a_child_with_queued_work_cancels_it_before_stopping_the_held_
         drive.send_message(c, child, "And bump the version. [t3kit:reply=Version bumped.]")
         runs = d.wait(
             "two queued runs on the child",
-            lambda: (lambda rs: rs if len(rs) >= 3 and all(
-                r["status"] == "queued" for r in rs[1:3]
-            ) else None)(d.runs(child)),
+            lambda: (
+                lambda rs: (
+                    rs if len(rs) >= 3 and all(r["status"] == "queued" for r in rs[1:3]) else None
+                )
+            )(d.runs(child)),
             30,
         )
     held, queued = runs[0]["id"], [r["id"] for r in runs[1:3]]
@@ -285,14 +290,26 @@ def test_cancel_of_a_child_with_queued_work_cancels_it_before_stopping_the_held_
         assert preview.allowed, preview.refusal
         assert preview.run == held
         # This build advertises no held queue: the preview says queued work may start.
-        assert any("may start" in line for line in preview.affects), preview.affects
+        assert any("may start once run" in line for line in preview.affects), preview.affects
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="not needed")
+    # Work queued after Supervisor's last read: no cancel names it, and T3 starts it
+    # once the held run stops.
+    with t3.client() as c:
+        d = drive.Driver(c, type("Args", (), {})())
+        drive.send_message(c, child, "Then tag the release. [t3kit:reply=Release tagged.]")
+        late = d.wait(
+            "a third queued run on the child",
+            lambda: (lambda rs: rs[3] if len(rs) >= 4 else None)(d.runs(child)),
+            30,
+        )["id"]
+    with clock.virtual_clock(at):
         assert operator_actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
     notes = action.response["notes"]
-    for run in queued:
-        assert f"queued run {run}: cancelled" in notes, notes
-    assert any("started" in note for note in notes), notes
+    assert notes[:2] == [f"queued run {run}: cancelled" for run in queued], notes
+    assert notes[2].startswith(
+        f"T3 does not hold the child's queue; started after the stop: run {late} ("
+    ), notes
 
     def status(run: str) -> tuple:
         return rows(
@@ -306,3 +323,4 @@ def test_cancel_of_a_child_with_queued_work_cancels_it_before_stopping_the_held_
         state, payload = status(run)
         assert state == "cancelled"
         assert json.loads(payload).get("startedAt") is None
+    assert json.loads(status(late)[1]).get("startedAt") is not None
