@@ -6,9 +6,11 @@ import socket
 from datetime import datetime, timedelta
 
 import pytest
+from django.urls import reverse
 
+from supervisor.api.serialize import action_json
 from supervisor.connectors.t3code import environment, rpc
-from supervisor.connectors.t3code.connector import T3CodeConnector
+from supervisor.connectors.t3code.connector import DISPOSED, T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
 from supervisor.core import clock
 from supervisor.core.actions import ActionRefused, do_request_action, preview_action
@@ -71,7 +73,7 @@ def test_deliver_dispatches_the_text_to_the_parent_then_disposes_t3s_own_deliver
     receipt = t3code(fake.url).perform(outgoing(), timeout=5)
 
     assert (receipt.status, receipt.detail, receipt.duplicate) == ("ok", '{"sequence": 1}', False)
-    assert receipt.extra["dispose"] == "disposed"
+    assert receipt.extra["dispose"] == DISPOSED
     assert fake.calls[1:] == [
         Call(
             DISPATCH,
@@ -664,7 +666,7 @@ def test_deliver_through_the_worker_dispatches_the_delivery_text_to_the_parent(s
     action.refresh_from_db()
     assert (action.state, action.attempts, action.last_error) == ("succeeded", 1, None)
     assert action.response["detail"] == '{"sequence": 1}'
-    assert action.response["notes"] == ["T3's own pending delivery of the task: disposed"]
+    assert action.response["notes"] == [f"T3's own pending delivery of the task: {DISPOSED}"]
     call, dispose = fake.calls
     assert dispose.payload["type"] == "delegated_task.completion-delivery.dispose"
     command = call.payload
@@ -813,6 +815,19 @@ def test_a_passing_failure_through_the_worker_is_retried(stale, fake):
 
 
 # --- the source page's connection test -----------------------------------------------
+
+
+def test_the_task_page_shows_what_the_connector_did_beside_a_delivery(client, stale, fake):
+    task, until = stale
+    with clock.virtual_clock(until + timedelta(minutes=1)):
+        action, _ = do_request_action(task, "deliver", actor="user:op")
+        assert operator_actions.perform(action.pk) == "succeeded"
+    login_as(client, ADMIN)
+    html = client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    assert "T3&#x27;s own pending delivery of the task: disposed, so T3 will not wake" in html
+    # The API's action (the task's `actions`, a request's answer) carries them too.
+    action.refresh_from_db()
+    assert action_json(action)["notes"] == [f"T3's own pending delivery of the task: {DISPOSED}"]
 
 
 def test_the_source_page_tests_the_connection_and_shows_what_answered(client, stale, fake):

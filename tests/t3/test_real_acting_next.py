@@ -188,9 +188,10 @@ def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t
         assert created
         assert operator_actions.perform(action.pk) == "succeeded"
     action.refresh_from_db()
-    assert action.response["notes"] == ["T3's own pending delivery of the task: disposed"], (
-        action.response
-    )
+    assert action.response["notes"] == [
+        "T3's own pending delivery of the task: disposed, so T3 will not wake the parent "
+        "with this result"
+    ], action.response
     assert action.text.endswith("Integration tests: 31 passed, 0 failed.")
 
     def new_messages():

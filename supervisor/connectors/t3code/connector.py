@@ -89,7 +89,7 @@ class T3CodeConnector(Connector):
             if not exc.retryable and _unknown_command(exc):
                 return "not supported by this T3 build (it has no completion-delivery records)"
             return f"not disposed: {exc}"
-        return "disposed"
+        return DISPOSED
 
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if not outgoing.run_id and not outgoing.queued_runs:
@@ -296,6 +296,7 @@ def completion_dispose(outgoing: Outgoing) -> dict[str, Any]:
     }
 
 
+DISPOSED = "disposed, so T3 will not wake the parent with this result"
 AFTER_STOP_LIMIT = 3.0  # seconds the outcome of a cancel waits for T3's queue to move
 
 
