@@ -260,12 +260,22 @@ class FakeT3:
             connection.send(json.dumps({"_tag": "Ping"}))
         connection.send(json.dumps(self._answer(call, str(frame.get("id")))))
 
+    def _runs_from_commands(self, thread: str) -> list[dict]:
+        """A thread's runs as the commands taken left them (unless `thread_runs` says):
+        each interrupted run started and stopped, each cancelled one never started."""
+        return [
+            _stopped_run(command)
+            for command in self.commands.values()
+            if command.get("threadId") == thread
+            and command.get("type") in ("run.interrupt", "queued-run.cancel")
+        ]
+
     def _answer(self, call: Call, request_id: str) -> dict:
         if call.method == PROJECTION:
             thread = (call.payload or {}).get("threadId")
-            return _success(
-                request_id, {"threadId": thread, "runs": self.thread_runs.get(thread, [])}
-            )
+            with self._changed:
+                runs = self.thread_runs.get(thread) or self._runs_from_commands(thread)
+            return _success(request_id, {"threadId": thread, "runs": runs})
         if call.method != DISPATCH:
             return {"_tag": "Defect", "defect": f"Unknown request tag: {call.method}"}
         command = call.payload if isinstance(call.payload, dict) else {}
@@ -301,6 +311,16 @@ class FakeT3:
             self.commands[command_id] = command
             self.answers[command_id] = {"sequence": self._sequence}
             return _success(request_id, self.answers[command_id])
+
+
+def _stopped_run(command: dict) -> dict:
+    if command["type"] == "run.interrupt":
+        return {
+            "id": command["runId"],
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "status": "interrupted",
+        }
+    return {"id": command["runId"], "startedAt": None, "status": "cancelled"}
 
 
 def _success(request_id: str, value: Any) -> dict:

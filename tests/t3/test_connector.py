@@ -270,6 +270,19 @@ def test_a_cancel_says_which_queued_run_t3_started_once_the_run_stopped(fake):
     }
 
 
+def test_a_cancel_whose_thread_t3_shows_without_the_run_says_its_queue_is_not_known(fake):
+    fake.thread_runs["thread:child"] = projected_runs((4, "2026-08-12T10:00:05.000Z", "running"))
+    action = outgoing(kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None)
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert receipt.status == "ok"  # the stop stands
+    assert receipt.as_json()["notes"] == [
+        "what the child's queue did after the stop is not known (T3's projection of the "
+        f"thread shows no start of run {RUNNING})"
+    ]
+
+
 def test_a_cancel_on_a_t3_that_holds_its_queue_does_not_read_the_thread(fake):
     fake.environment["capabilities"]["runQueueHold"] = True
     action = outgoing(kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None)
