@@ -52,6 +52,8 @@ def action_json(action) -> dict:
         "actor": action.actor_name,
         "attempts": action.attempts,
         "last_error": action.last_error,
+        # What the connector did beside the action, in words (a dispose, queued runs)
+        "notes": (action.response or {}).get("notes", []),
         "created_at": action.created_at,
         "finished_at": action.finished_at,
     }

@@ -40,6 +40,7 @@ KINDS = Action.KINDS
 LIVE_DELIVERY_STATES = (Action.QUEUED, Action.SENDING, Action.SUCCEEDED)
 BULK_LIMIT = 500  # tasks one bulk action may touch
 SUPERVISOR_ENV = "supervisor"  # the environment of Supervisor's own events (its clock)
+PREVIEW_ASK_LIMIT = 2.0  # seconds a preview may wait on the connector's orchestrator
 
 
 def config() -> dict:
@@ -104,6 +105,7 @@ class Preview:
     # after it (kind, why): said before confirming.
     answers: list[tuple[str, str]] = field(default_factory=list)
     stays_open: list[tuple[str, str]] = field(default_factory=list)
+    stops_run: bool = False  # cancel: `run` is under way, and is stopped (not cancelled)
 
     @property
     def allowed(self) -> bool:
@@ -350,6 +352,7 @@ def _preview_cancel(preview: Preview, snap, view, child: str | None, run: str | 
     preview.target_thread = child
     queued = sorted(r.id for r in running if not r.started_event)
     if run and run not in queued:
+        preview.stops_run = True
         preview.affects.append(f"Run {run} of the child thread {child} is stopped.")
     if queued:
         preview.affects.append(
@@ -397,6 +400,14 @@ def _bind_connector(preview: Preview) -> None:
         )
         return
     preview.source, preview.connector_label = source, connector.label
+    # Asked only for a run under way: a queued run is cancelled, and nothing starts.
+    stops = preview.kind == "cancel" and preview.stops_run
+    if stops and (why := connector.queue_on_stop(timeout=PREVIEW_ASK_LIMIT)):
+        preview.affects.append(
+            f"Work queued on the child thread may start once run {preview.run} stops: "
+            f"{why}. What Supervisor knows to be queued is cancelled first; what "
+            "queued since may start (the outcome says what started)."
+        )
 
 
 def _list_results(preview: Preview, results: dict, owned: dict, *, chosen: str | None) -> None:

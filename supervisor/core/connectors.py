@@ -124,6 +124,13 @@ class Connector(ABC):
         """Stop the running work of `outgoing.thread_id` (cancel): `run_id` under way,
         and `queued_runs` where the orchestrator can cancel queued work."""
 
+    def queue_on_stop(self, *, timeout: float) -> str | None:
+        """Why work queued on a thread may start once its running run is stopped (for a
+        cancel's preview), in words; None when a stop holds it or there is no queue.
+        Asked before confirming: it must answer within `timeout`, and say so when the
+        orchestrator could not be asked."""
+        return None
+
     def check_connection(self, *, timeout: float) -> str:
         """Reach the orchestrator without acting and say what answered (for the source's
         settings page); ConnectorError saying why when it cannot be reached."""

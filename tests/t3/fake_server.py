@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
 DISPATCH = "orchestration.dispatchCommand"
+PROJECTION = "orchestration.getThreadProjection"
 DISPATCH_ERROR = "OrchestrationV2DispatchCommandError"
 SERVER = "fake-t3/1"
 
@@ -79,6 +80,13 @@ class FakeT3:
         self.session_scopes: list[str] | None = ["orchestration:read", "orchestration:operate"]
         self.session_expires: str | None = "2027-01-01T00:00:00.000Z"
         self.session_accepts = True  # False: the endpoint calls every token unauthenticated
+        # What `GET /.well-known/t3/environment` answers; None: no such document (404).
+        self.environment: dict | None = {
+            "serverVersion": "0.0.33",
+            "capabilities": {"repositoryIdentity": True, "threadSettlement": True},
+        }
+        # Each thread's runs, as `orchestration.getThreadProjection` answers them.
+        self.thread_runs: dict[str, list[dict]] = {}
         self._upgrade_status: int | None = None
         self._upgrade_body = ""
         self._hold = False
@@ -166,6 +174,12 @@ class FakeT3:
             forced, body = self._upgrade_status, self._upgrade_body
         if parts.path == "/api/auth/session":
             return self._session(connection, authorization)
+        if parts.path == "/.well-known/t3/environment":
+            if self.environment is None:
+                return connection.respond(404, "Not Found")
+            response = connection.respond(200, json.dumps(self.environment))
+            response.headers["Content-Type"] = "application/json"
+            return response
         if parts.path != "/ws":
             status, answer = 404, {"error": "not_found", "message": f"No route {parts.path}."}
         elif parse_qs(parts.query).get("orchestrationProtocol") != ["2"]:
@@ -246,7 +260,22 @@ class FakeT3:
             connection.send(json.dumps({"_tag": "Ping"}))
         connection.send(json.dumps(self._answer(call, str(frame.get("id")))))
 
+    def _runs_from_commands(self, thread: str) -> list[dict]:
+        """A thread's runs as the commands taken left them (unless `thread_runs` says):
+        each interrupted run started and stopped, each cancelled one never started."""
+        return [
+            _stopped_run(command)
+            for command in self.commands.values()
+            if command.get("threadId") == thread
+            and command.get("type") in ("run.interrupt", "queued-run.cancel")
+        ]
+
     def _answer(self, call: Call, request_id: str) -> dict:
+        if call.method == PROJECTION:
+            thread = (call.payload or {}).get("threadId")
+            with self._changed:
+                runs = self.thread_runs.get(thread) or self._runs_from_commands(thread)
+            return _success(request_id, {"threadId": thread, "runs": runs})
         if call.method != DISPATCH:
             return {"_tag": "Defect", "defect": f"Unknown request tag: {call.method}"}
         command = call.payload if isinstance(call.payload, dict) else {}
@@ -282,6 +311,16 @@ class FakeT3:
             self.commands[command_id] = command
             self.answers[command_id] = {"sequence": self._sequence}
             return _success(request_id, self.answers[command_id])
+
+
+def _stopped_run(command: dict) -> dict:
+    if command["type"] == "run.interrupt":
+        return {
+            "id": command["runId"],
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "status": "interrupted",
+        }
+    return {"id": command["runId"], "startedAt": None, "status": "cancelled"}
 
 
 def _success(request_id: str, value: Any) -> dict:

@@ -6,9 +6,11 @@ import socket
 from datetime import datetime, timedelta
 
 import pytest
+from django.urls import reverse
 
-from supervisor.connectors.t3code import rpc
-from supervisor.connectors.t3code.connector import T3CodeConnector
+from supervisor.api.serialize import action_json
+from supervisor.connectors.t3code import environment, rpc
+from supervisor.connectors.t3code.connector import DISPOSED, T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
 from supervisor.core import clock
 from supervisor.core.actions import ActionRefused, do_request_action, preview_action
@@ -19,7 +21,7 @@ from supervisor.core.models import Action, Task, Wake
 from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.t3.fake_server import DISPATCH, DISPATCH_ERROR, Call, FakeT3
+from tests.t3.fake_server import DISPATCH, DISPATCH_ERROR, PROJECTION, Call, FakeT3
 from tests.web.cast import ADMIN, login_as
 
 TOKEN = "t3-token-0123456789abcdef"
@@ -58,8 +60,10 @@ def free_port() -> int:
 
 @pytest.fixture
 def fake():
+    environment.forget()  # a port may come again, and the connector keeps what it read
     with FakeT3(token=TOKEN) as t3:
         yield t3
+    environment.forget()
 
 
 # --- what each action sends ----------------------------------------------------------
@@ -69,7 +73,7 @@ def test_deliver_dispatches_the_text_to_the_parent_then_disposes_t3s_own_deliver
     receipt = t3code(fake.url).perform(outgoing(), timeout=5)
 
     assert (receipt.status, receipt.detail, receipt.duplicate) == ("ok", '{"sequence": 1}', False)
-    assert receipt.extra["dispose"] == "disposed"
+    assert receipt.extra["dispose"] == DISPOSED
     assert fake.calls[1:] == [
         Call(
             DISPATCH,
@@ -161,7 +165,7 @@ def test_cancel_interrupts_the_childs_run_with_the_reason(fake):
     receipt = t3code(fake.url).perform(action, timeout=5)
 
     assert receipt.status == "ok"
-    assert fake.calls == [
+    assert [c for c in fake.calls if c.method == DISPATCH] == [
         Call(
             DISPATCH,
             {
@@ -191,7 +195,7 @@ def test_cancel_cancels_the_childs_queued_runs_before_interrupting_its_running_o
 
     receipt = t3code(fake.url).perform(action, timeout=5)
 
-    sent = [c.payload for c in fake.calls]
+    sent = [c.payload for c in fake.calls if c.method == DISPATCH]
     assert [(c["type"], c["runId"]) for c in sent] == [
         ("queued-run.cancel", QUEUED[0]),
         ("queued-run.cancel", QUEUED[1]),
@@ -202,6 +206,7 @@ def test_cancel_cancels_the_childs_queued_runs_before_interrupting_its_running_o
     assert receipt.as_json()["notes"] == [
         f"queued run {QUEUED[0]}: cancelled",
         f"queued run {QUEUED[1]}: cancelled",
+        "no queued run of the child started after the stop",
     ]
 
     # A worker that died after sending sends it all again: T3 answers from its receipts.
@@ -222,10 +227,103 @@ def test_a_build_without_queued_run_cancel_still_interrupts_and_says_what_stays_
     receipt = t3code(fake.url).perform(action, timeout=5)
 
     assert [c["type"] for c in fake.commands.values()] == ["run.interrupt"]
-    [note] = receipt.as_json()["notes"]
+    note = receipt.as_json()["notes"][0]
     assert note == (
         f"queued run {QUEUED[0]}: not cancelled, this T3 build has no queued-run.cancel (it "
         "stays queued and may start)"
+    )
+
+
+RUNNING = "run:thread:child:ordinal:2"
+
+
+def projected_runs(*statuses: tuple[int, str | None, str]) -> list[dict]:
+    """The child's runs as T3's thread projection has them: (ordinal, startedAt, status)."""
+    return [
+        {"id": f"run:thread:child:ordinal:{n}", "ordinal": n, "startedAt": at, "status": st}
+        for n, at, st in statuses
+    ]
+
+
+def test_a_cancel_says_which_queued_run_t3_started_once_the_run_stopped(fake):
+    # 0.0.33 drops `holdQueue`: a run queued after Supervisor's last read starts at once.
+    fake.thread_runs["thread:child"] = projected_runs(
+        (2, "2026-08-12T10:00:00.000Z", "interrupted"),
+        (3, None, "cancelled"),
+        (4, "2026-08-12T10:00:05.000Z", "running"),
+        (5, None, "queued"),
+    )
+    action = outgoing(
+        kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None, queued_runs=QUEUED[:1]
+    )
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert receipt.as_json()["notes"] == [
+        f"queued run {QUEUED[0]}: cancelled",
+        "T3 does not hold the child's queue; started after the stop: run "
+        "run:thread:child:ordinal:4 (running); still queued, and may start: run "
+        "run:thread:child:ordinal:5 (queued)",
+    ]
+    assert [c.payload for c in fake.calls if c.method == PROJECTION][0] == {
+        "threadId": "thread:child"
+    }
+
+
+def test_a_cancel_whose_thread_t3_shows_without_the_run_says_its_queue_is_not_known(fake):
+    fake.thread_runs["thread:child"] = projected_runs((4, "2026-08-12T10:00:05.000Z", "running"))
+    action = outgoing(kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None)
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert receipt.status == "ok"  # the stop stands
+    assert receipt.as_json()["notes"] == [
+        "what the child's queue did after the stop is not known (T3's projection of the "
+        f"thread shows no start of run {RUNNING})"
+    ]
+
+
+def test_a_cancel_on_a_t3_that_holds_its_queue_does_not_read_the_thread(fake):
+    fake.environment["capabilities"]["runQueueHold"] = True
+    action = outgoing(kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None)
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert receipt.as_json().get("notes") is None
+    assert [c.method for c in fake.calls] == [DISPATCH]
+
+
+def test_what_a_stop_does_to_the_queue_is_read_from_the_servers_capabilities(fake):
+    connector = t3code(fake.url)
+    assert connector.queue_on_stop(timeout=2) == (
+        "T3 (server 0.0.33) advertises no held queue: it starts a thread's queued run once "
+        "the running one stops"
+    )
+    # Read once per URL for a while: a change on the server shows after the cache's time.
+    fake.environment["capabilities"]["holdQueue"] = True
+    assert connector.queue_on_stop(timeout=2).startswith("T3 (server 0.0.33) advertises no")
+    environment.forget()
+    assert connector.queue_on_stop(timeout=2) is None
+    # A capability that is false, or that does not name a queue hold, is no hold.
+    fake.environment["capabilities"] = {"holdQueue": False, "threadSnooze": True}
+    environment.forget()
+    assert connector.queue_on_stop(timeout=2) is not None
+
+
+def test_a_server_without_the_environment_document_is_assumed_not_to_hold_its_queue(fake):
+    fake.environment = None
+    why = t3code(fake.url).queue_on_stop(timeout=2)
+    assert why.startswith("T3's capabilities could not be read (")
+    assert "/.well-known/t3/environment answered 404" in why
+    assert why.endswith("so no held queue is assumed")
+
+
+def test_the_environment_address_sits_beside_the_socket():
+    assert environment.environment_url("wss://t3.example/t3/ws?x=1") == (
+        "https://t3.example/t3/.well-known/t3/environment"
+    )
+    assert environment.environment_url("ws://127.0.0.1:3773/ws") == (
+        "http://127.0.0.1:3773/.well-known/t3/environment"
     )
 
 
@@ -581,7 +679,7 @@ def test_deliver_through_the_worker_dispatches_the_delivery_text_to_the_parent(s
     action.refresh_from_db()
     assert (action.state, action.attempts, action.last_error) == ("succeeded", 1, None)
     assert action.response["detail"] == '{"sequence": 1}'
-    assert action.response["notes"] == ["T3's own pending delivery of the task: disposed"]
+    assert action.response["notes"] == [f"T3's own pending delivery of the task: {DISPOSED}"]
     call, dispose = fake.calls
     assert dispose.payload["type"] == "delegated_task.completion-delivery.dispose"
     command = call.payload
@@ -647,7 +745,7 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
         assert operator_actions.perform(action.pk) == "succeeded"
 
-    assert fake.calls == [
+    assert [c for c in fake.calls if c.method == DISPATCH] == [
         Call(
             DISPATCH,
             {
@@ -674,6 +772,13 @@ def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queue
             "Work queued on the child thread is cancelled where the orchestrator can: run "
             f"{queued}."
         )
+        # The fake, as 0.0.33, advertises no held queue: what queued since may start.
+        assert preview.affects[-1] == (
+            f"Work queued on the child thread may start once run {running} stops: T3 "
+            "(server 0.0.33) advertises no held queue: it starts a thread's queued run once "
+            "the running one stops. What Supervisor knows to be queued is cancelled first; "
+            "what queued since may start (the outcome says what started)."
+        )
         action, _ = do_request_action(task, "cancel", actor="user:op", reason="enough")
         assert operator_actions.perform(action.pk) == "succeeded"
 
@@ -682,7 +787,10 @@ def test_cancel_through_the_worker_stops_the_run_under_way_and_cancels_the_queue
         ("run.interrupt", running),
     ]
     action.refresh_from_db()
-    assert action.response["notes"] == [f"queued run {queued}: cancelled"]
+    assert action.response["notes"] == [
+        f"queued run {queued}: cancelled",
+        "no queued run of the child started after the stop",
+    ]
 
 
 def test_cancel_with_no_running_run_is_refused_before_anything_is_sent(stale, fake):
@@ -720,6 +828,19 @@ def test_a_passing_failure_through_the_worker_is_retried(stale, fake):
 
 
 # --- the source page's connection test -----------------------------------------------
+
+
+def test_the_task_page_shows_what_the_connector_did_beside_a_delivery(client, stale, fake):
+    task, until = stale
+    with clock.virtual_clock(until + timedelta(minutes=1)):
+        action, _ = do_request_action(task, "deliver", actor="user:op")
+        assert operator_actions.perform(action.pk) == "succeeded"
+    login_as(client, ADMIN)
+    html = client.get(reverse("web:task-detail", args=[task.pk])).content.decode()
+    assert "T3&#x27;s own pending delivery of the task: disposed, so T3 will not wake" in html
+    # The API's action (the task's `actions`, a request's answer) carries them too.
+    action.refresh_from_db()
+    assert action_json(action)["notes"] == [f"T3's own pending delivery of the task: {DISPOSED}"]
 
 
 def test_the_source_page_tests_the_connection_and_shows_what_answered(client, stale, fake):

@@ -5,7 +5,11 @@ call on T3's WebSocket API (`rpc`).
   (the child for continue, the parent for deliver), as a user message; T3 starts a run,
   steers the active one or queues after it (`deliveryIntent: auto`).
 - cancel: `queued-run.cancel` of each run queued on the child, then `run.interrupt` of
-  its running run, holding the thread's queue.
+  its running run, holding the thread's queue where the build can (0.0.33 drops
+  `holdQueue`: a run queued meanwhile starts at once, and the outcome says which).
+
+What the server can do is read from it (`environment`: its capabilities), or shows in
+its answer to a command (a type it does not have fails to decode), never from its version.
 
 The command id (and the message id) derive from the action's idempotency key: T3 takes a
 command id once and answers a resend with the first result, so a worker that dies after
@@ -20,16 +24,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
 
-from . import rpc, session
+from . import environment, rpc, session
 from . import settings as t3_settings
 
 DISPATCH = "orchestration.dispatchCommand"
+PROJECTION = "orchestration.getThreadProjection"
+UNDER_WAY = ("queued", "preparing", "starting", "running")  # run statuses not yet ended
 DETAIL_LIMIT = 2000
 
 
@@ -54,6 +61,24 @@ class T3CodeConnector(Connector):
             receipt.extra["notes"] = [f"T3's own pending delivery of the task: {disposed}"]
         return receipt
 
+    def queue_on_stop(self, *, timeout: float) -> str | None:
+        """Why work queued on a thread may start when its run is stopped; None when T3
+        advertises that a stop holds the queue."""
+        found = environment.read(
+            self.settings["url"], timeout=min(timeout, self.settings["timeout"])
+        )
+        if found.holds_queue:
+            return None
+        if found.error:
+            return (
+                f"T3's capabilities could not be read ({found.error}), so no held queue is assumed"
+            )
+        version = f" (server {found.server_version})" if found.server_version else ""
+        return (
+            f"T3{version} advertises no held queue: it starts a thread's queued run once "
+            "the running one stops"
+        )
+
     def dispose_pending(self, outgoing: Outgoing, *, timeout: float) -> str:
         """After a delivery by hand, drop T3's own pending delivery of the task, so T3
         never wakes the parent with the same result again. The message is sent by then:
@@ -64,7 +89,7 @@ class T3CodeConnector(Connector):
             if not exc.retryable and _unknown_command(exc):
                 return "not supported by this T3 build (it has no completion-delivery records)"
             return f"not disposed: {exc}"
-        return "disposed"
+        return DISPOSED
 
     def stop_run(self, outgoing: Outgoing, *, timeout: float) -> Receipt:
         if not outgoing.run_id and not outgoing.queued_runs:
@@ -79,6 +104,8 @@ class T3CodeConnector(Connector):
         notes = [self.cancel_queued(outgoing, run, timeout=timeout) for run in outgoing.queued_runs]
         if outgoing.run_id and outgoing.run_id not in outgoing.queued_runs:
             receipt = self.dispatch(run_interrupt(outgoing), timeout=timeout)
+            if self.queue_on_stop(timeout=timeout) is not None:
+                notes.append(self.after_stop(outgoing, timeout=timeout))
         elif any(note.endswith(": cancelled") for note in notes):
             receipt = Receipt(status="ok", detail="queued runs cancelled")
         else:
@@ -106,6 +133,53 @@ class T3CodeConnector(Connector):
                 )
             return f"queued run {run}: not cancelled ({exc})"
         return f"queued run {run}: cancelled"
+
+    def after_stop(self, outgoing: Outgoing, *, timeout: float) -> str:
+        """What the child's queue did once its run stopped, from T3's projection of the
+        thread: on a build that does not hold it, a run queued meanwhile (or one whose
+        cancel T3 refused) starts at once. Read for a second or two at most; the stop
+        stands whatever this reads."""
+        deadline = time.monotonic() + min(timeout, self.settings["timeout"], AFTER_STOP_LIMIT)
+        while True:
+            try:
+                reply = rpc.call(
+                    self.settings["url"],
+                    self.token(),
+                    PROJECTION,
+                    {"threadId": outgoing.thread_id},
+                    timeout=max(deadline - time.monotonic(), 0.5),
+                )
+            except ConnectorError as exc:
+                return f"what the child's queue did after the stop is not known ({exc})"
+            runs = _runs(reply)
+            stopped = runs.get(outgoing.run_id or "", {})
+            # T3 runs one run of a thread at a time: what started after the stopped run
+            # did, started once it stopped (it may have ended since).
+            started = [
+                run
+                for run in runs.values()
+                if run["id"] != outgoing.run_id
+                and run.get("startedAt")
+                and str(run["startedAt"]) > str(stopped.get("startedAt") or "")
+            ]
+            waiting = [run for run in runs.values() if run.get("status") == "queued"]
+            settled = stopped.get("status") not in UNDER_WAY and not waiting
+            if settled or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        if not stopped.get("startedAt"):
+            return (
+                f"what the child's queue did after the stop is not known (T3's projection of "
+                f"the thread shows no start of run {outgoing.run_id})"
+            )
+        said = []
+        if started:
+            said.append("started after the stop: " + _listed(started))
+        if waiting:
+            said.append("still queued, and may start: " + _listed(waiting))
+        if said:
+            return "T3 does not hold the child's queue; " + "; ".join(said)
+        return "no queued run of the child started after the stop"
 
     def dispatch(self, command: dict[str, Any], *, timeout: float) -> Receipt:
         """Send `command` once; a Receipt when T3 took it, ConnectorError otherwise."""
@@ -225,6 +299,24 @@ def completion_dispose(outgoing: Outgoing) -> dict[str, Any]:
         "parentThreadId": outgoing.thread_id,
         "taskId": outgoing.task_id,
     }
+
+
+DISPOSED = "disposed, so T3 will not wake the parent with this result"
+AFTER_STOP_LIMIT = 3.0  # seconds the outcome of a cancel waits for T3's queue to move
+
+
+def _runs(reply: rpc.Reply) -> dict[str, dict]:
+    """The runs of a thread projection, by id (the value, or its last streamed chunk)."""
+    value = reply.value if isinstance(reply.value, dict) else None
+    if value is None and reply.chunks and isinstance(reply.chunks[-1], dict):
+        value = reply.chunks[-1]
+    runs = (value or {}).get("runs") or []
+    return {r["id"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("id"), str)}
+
+
+def _listed(runs: list[dict]) -> str:
+    ordered = sorted(runs, key=lambda r: (r.get("ordinal") or 0, r["id"]))
+    return ", ".join(f"run {r['id']} ({r.get('status') or 'status not said'})" for r in ordered)
 
 
 def _unknown_command(exc: ConnectorError) -> bool:
