@@ -17,6 +17,9 @@ Definitions, per known task T (contract §4 for the words in quotes):
   for T (`ownership.handed`) equals, normalized, the summary of an owned finished run
   with an ordinal lower than the gap run's.
 - undelivered_result open: T has a stored Flag of that kind, state open.
+- never_delivered open (a starved delivery): T has a stored Flag of that kind, state
+  open: a terminal result that nothing will bring to the parent (a completion wake
+  capped away, T3 #12285; a `wait` call that died).
 - later result delay: for each owned finished run of T with an ordinal higher than T's
   result run, whose summary "reached" the parent (`ownership.reaching_wake`): the
   seconds from that run's `finished_at` to the `queued_at` of the first wake carrying
@@ -70,6 +73,7 @@ class AuditReport:
     gap_finalizations: list[TaskRef] = field(default_factory=list)
     handed_earlier_text: list[TaskRef] = field(default_factory=list)
     undelivered_result_open: list[TaskRef] = field(default_factory=list)
+    never_delivered_open: list[TaskRef] = field(default_factory=list)
     # Seconds from a later result's run end to the first wake carrying it to the parent.
     later_result_delays: list[float] = field(default_factory=list)
 
@@ -103,6 +107,7 @@ class AuditReport:
             counted("finalized in the gap before a later run (<= 3 s)", self.gap_finalizations),
             counted("  handed an earlier run's text", self.handed_earlier_text),
             counted("undelivered_result open", self.undelivered_result_open),
+            counted("never_delivered open (a starved delivery)", self.never_delivered_open),
             ("later results that reached the parent", str(len(self.later_result_delays)), ""),
             ("  delay, median (s)", seconds(self.delay_median), ""),
             ("  delay, p90 nearest rank (s)", seconds(self.delay_p90), ""),
@@ -123,6 +128,7 @@ class AuditReport:
             "gap_finalizations": counted(self.gap_finalizations),
             "handed_earlier_text": counted(self.handed_earlier_text),
             "undelivered_result_open": counted(self.undelivered_result_open),
+            "never_delivered_open": counted(self.never_delivered_open),
             "later_result_delays": {
                 "count": len(self.later_result_delays),
                 "median_s": self.delay_median,
@@ -145,16 +151,18 @@ def audit(namespace_ids: list[int] | None = None) -> AuditReport:
         _audit_namespace(report, name, load_namespace(namespace_id))
     report.gap_finalizations.sort()
     report.handed_earlier_text.sort()
-    report.undelivered_result_open = sorted(
+    report.undelivered_result_open = _open_on_tasks(audited, "undelivered_result")
+    report.never_delivered_open = _open_on_tasks(audited, "never_delivered")
+    return report
+
+
+def _open_on_tasks(namespace_ids: list[int], kind: str) -> list[TaskRef]:
+    return sorted(
         TaskRef(name, subject)
         for name, subject in Flag.objects.filter(
-            namespace_id__in=audited,
-            state=Flag.OPEN,
-            kind="undelivered_result",
-            subject_type="task",
+            namespace_id__in=namespace_ids, state=Flag.OPEN, kind=kind, subject_type="task"
         ).values_list("namespace__name", "subject_id")
     )
-    return report
 
 
 def _audit_namespace(report: AuditReport, name: str, snap: Snapshot) -> None:

@@ -31,6 +31,9 @@ MEANINGS = [
     "run before that later one (an interim text).",
     "undelivered_result open: tasks with an undelivered_result flag open now (a later "
     "result never reached the parent); resolved ones are not counted.",
+    "never_delivered open (a starved delivery): tasks with a never_delivered flag open "
+    "now: a terminal result the orchestrator will never bring to the parent (T3 caps the "
+    "follow-up deliveries of one delegating run, T3 #12285; a wait call died).",
     "later results that reached the parent: results of the task's runs after its result "
     "run that a wake carried to the parent; the delays are from the run's end to that "
     "wake being queued (median; p90 by nearest rank).",

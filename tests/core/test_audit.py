@@ -208,6 +208,7 @@ EXPECTED_ROWS = [
     ("finalized in the gap before a later run (<= 3 s)", "4", "33.3%"),
     ("  handed an earlier run's text", "3", "25.0%"),
     ("undelivered_result open", "2", "16.7%"),
+    ("never_delivered open (a starved delivery)", "0", "0.0%"),
     ("later results that reached the parent", "6", ""),
     ("  delay, median (s)", "25.0", ""),
     ("  delay, p90 nearest rank (s)", "600.0", ""),
@@ -253,6 +254,7 @@ def test_an_empty_store_gives_zeros_and_no_shares(db):
         "gap_finalizations": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "handed_earlier_text": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
+        "never_delivered_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
     }
 
@@ -286,6 +288,7 @@ def test_the_command_prints_one_json_object(audited):
             "share_of_tasks_seen": 0.1667,
             "tasks": task_list("B", "C"),
         },
+        "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 6, "median_s": 25.0, "p90_s": 600.0},
     }
 
@@ -299,6 +302,7 @@ def test_the_command_prints_an_aligned_table(audited):
         "finalized in the gap before a later run (<= 3 s)      4                33.3%",
         "  handed an earlier run's text                        3                25.0%",
         "undelivered_result open                               2                16.7%",
+        "never_delivered open (a starved delivery)             0                 0.0%",
         "later results that reached the parent                 6",
         "  delay, median (s)                                25.0",
         "  delay, p90 nearest rank (s)                     600.0",
@@ -318,6 +322,7 @@ def test_the_command_audits_all_namespaces_or_the_one_named(audited):
         "gap_finalizations": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "handed_earlier_text": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
+        "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
     }
     assert json.loads(report("--json", "--namespace", NS))["tasks_seen"] == 12
