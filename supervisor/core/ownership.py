@@ -164,7 +164,7 @@ def _trigger(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> O
             return Owning(False, f"woken by item {ref} (started with awaited: false)")
         return Owning(False, f"woken by item {ref} (not started by an owned run)")
     if kind == "wake":
-        return _woken(snap, snap.wakes.get(ref or ""), ref, owned)
+        return _woken(snap, task, snap.wakes.get(ref or ""), ref, owned)
     if kind == "message":
         return Owning(False, "message-started follow-up")
     if kind == "scheduled":
@@ -174,7 +174,9 @@ def _trigger(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> O
     return Owning(False, f"{kind} trigger")
 
 
-def _woken(snap: Snapshot, wake: WakeView | None, ref: str | None, owned: set[str]) -> Owning:
+def _woken(
+    snap: Snapshot, task: TaskView, wake: WakeView | None, ref: str | None, owned: set[str]
+) -> Owning:
     why = f"woken by wake {ref}"
     if wake is None:
         return Owning(False, why)
@@ -187,6 +189,14 @@ def _woken(snap: Snapshot, wake: WakeView | None, ref: str | None, owned: set[st
         source = snap.tasks.get(wake.source_task or "")
         owns = source is not None and delegating_run_id(snap, source) in owned
         return Owning(owns, why + f" (task {wake.source_task} reported)")
+    if wake.source_kind == "manual" and wake.source_task == task.id:
+        # Rule 5: a continue of T sent by hand, whatever its message says; a delivery by
+        # hand of T goes to the parent, not to the child.
+        if wake.thread is not None and wake.thread == child_thread(snap, task):
+            return Owning(True, why + " (a continue of this task sent by hand)")
+        return Owning(False, why + f" (a manual wake of this task to {wake.thread})")
+    if wake.source_kind == "manual":
+        return Owning(False, why + f" (sent by hand for task {wake.source_task})")
     if wake.source_kind:
         return Owning(False, why + f" ({wake.source_kind})")
     return Owning(False, why)
