@@ -37,7 +37,7 @@ def later_results(snap: Snapshot, view: TaskView) -> list[RunView]:
         and run.ordinal > base.ordinal
         and run.finished
         and run.status == "completed"
-        and run.summary
+        and ownership.has_result(run)
     ]
     return sorted(found, key=lambda r: (r.ordinal, r.id), reverse=True)
 

@@ -246,9 +246,17 @@ def open_delegated_tasks(snap: Snapshot, task: TaskView) -> list[TaskView]:
     ]
 
 
+def has_result(run: RunView) -> bool:
+    """A finished run with a summary that is not empty once trimmed: an empty summary is
+    no result (contract 1.1; a run cut short often ends with "")."""
+    return run.finished and bool((run.summary or "").strip())
+
+
 def latest_result_run(snap: Snapshot, task: TaskView) -> RunView | None:
-    """T's owned finished run with the highest ordinal: where T's latest result comes from."""
-    finished = [run for run in owned_runs(snap, task) if run.finished]
+    """The owned finished run with the highest ordinal and a result: where T's latest
+    result comes from. The one definition the rules, the pages, the API and the deliver
+    action read."""
+    finished = [run for run in owned_runs(snap, task) if has_result(run)]
     return finished[-1] if finished else None
 
 

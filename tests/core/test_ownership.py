@@ -351,6 +351,23 @@ def test_no_latest_result_before_an_owned_run_finishes():
     assert latest_result_run(snap, snap.tasks[TASK]) is None
 
 
+def test_an_empty_summary_is_no_result():
+    # Contract 1.1: T's latest result skips an owned finished run whose summary is empty
+    # once trimmed (a run cut by a restart ends with "", say).
+    snap = snapshot(
+        task(),
+        run("r1", 1, finished=10, summary="PR #812 ready"),
+        run("r2", 2, trigger=("restart", "r1"), requested=20, finished=30, summary=" \n\t"),
+    )
+    assert latest_result_run(snap, snap.tasks[TASK]).id == "r1"
+    assert latest_result(snap, snap.tasks[TASK]) == "PR #812 ready"
+
+
+def test_no_latest_result_while_every_owned_summary_is_empty():
+    snap = snapshot(task(), run("r1", 1, finished=10, summary=""))
+    assert latest_result_run(snap, snap.tasks[TASK]) is None
+
+
 def test_result_run_is_the_one_the_current_report_names():
     snap = snapshot(
         task(reports=[report("completed", 50, summary="final", result_run="r1")]),
