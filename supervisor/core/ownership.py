@@ -40,10 +40,17 @@ def child_thread(snap: Snapshot, task: TaskView) -> str | None:
     """T's child thread; while the delegation has not named it, the thread of T's first run."""
     if task.child_thread is not None:
         return task.child_thread
-    for run in snap.runs.values():
-        if run.trigger_kind == "delegation" and run.trigger_ref == task.id:
-            return run.thread
-    return None
+    # Should two runs claim to be T's first, the lower ordinal wins (the loader agrees).
+    first = min(
+        (
+            run
+            for run in snap.runs.values()
+            if run.trigger_kind == "delegation" and run.trigger_ref == task.id
+        ),
+        key=lambda r: (r.ordinal or 0, r.id),
+        default=None,
+    )
+    return first.thread if first else None
 
 
 def child_thread_task(snap: Snapshot, thread: str | None) -> TaskView | None:
