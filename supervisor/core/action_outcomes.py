@@ -28,8 +28,6 @@ def later_results(snap: Snapshot, view: TaskView) -> list[RunView]:
     if report is None or report.status not in GAVE_UP:
         return []
     base = baseline(snap, view)
-    if base is None:
-        return []
     found = [
         run
         for run in snap.runs_by_thread.get(ownership.child_thread(snap, view) or "", [])
@@ -37,7 +35,7 @@ def later_results(snap: Snapshot, view: TaskView) -> list[RunView]:
         and run.ordinal > base.ordinal
         and run.finished
         and run.status == "completed"
-        and run.summary
+        and ownership.has_result(run)
     ]
     return sorted(found, key=lambda r: (r.ordinal, r.id), reverse=True)
 

@@ -242,11 +242,7 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     # child told to go on by a message may finish the task's real work in a run the
     # task does not own. The operator chooses; the preview says which is which.
     child = ownership.child_thread(snap, view)
-    results = {
-        r.id: r
-        for r in snap.runs_by_thread.get(child or "", [])
-        if r.finished and r.summary is not None
-    }
+    results = {r.id: r for r in snap.runs_by_thread.get(child or "", []) if ownership.has_result(r)}
     if run is None:
         latest = ownership.latest_result_run(snap, view)
         if latest is None:
@@ -262,8 +258,12 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
             400,
         )
         return
-    if not chosen.finished or chosen.summary is None:
+    if not chosen.finished:
         preview.refusal = f"run {run} has not finished with a result yet"
+        return
+    if not ownership.has_result(chosen):
+        # An empty summary is no result (contract 1.1): nothing to hand over.
+        preview.refusal = f"run {run} finished with an empty summary: it has no result"
         return
     _list_results(preview, results, owned, chosen=run)
     if run not in owned:

@@ -21,7 +21,7 @@ from .batch_write import update_rows
 from .entity_locks import lock_in_order, lock_subjects, retrying
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
-from .models import OUT_OF_DATE, Flag, Source, Task, Thread, Wake
+from .models import OUT_OF_DATE, Flag, Run, Source, Task, Thread, Wake
 from .rules import RULES, due_times, run_rules
 from .snapshot import DetectionSettings
 
@@ -43,18 +43,31 @@ def affected_subjects(
     of the same title (duplicates), and the tasks a wake naming them sits on (orphans)."""
     ns = Q(namespace_id=namespace_id)
     task_ids, threads = set(task_ids), set(thread_ids)
-    for parent, child in Task.objects.filter(ns, task_id__in=task_ids).values_list(
-        "parent_thread__thread_id", "child_thread__thread_id"
+    unnamed = set()
+    for task_id, parent, child in Task.objects.filter(ns, task_id__in=task_ids).values_list(
+        "task_id", "parent_thread__thread_id", "child_thread__thread_id"
     ):
         threads |= {t for t in (parent, child) if t}
+        if child is None:
+            unnamed.add(task_id)
+    # A task whose delegation names no child thread has the thread of its first run.
+    first_runs = Run.objects.filter(ns, trigger_kind="delegation")
+    threads |= set(
+        first_runs.filter(trigger_ref__in=unnamed).values_list("thread__thread_id", flat=True)
+    )
     orphan_threads = set(
         Wake.objects.filter(ns, source_task__in=task_ids)
         .exclude(source_thread=None)
         .values_list("source_thread", flat=True)
     )
+    on_first_runs = set(
+        first_runs.filter(thread__thread_id__in=threads | orphan_threads).values_list(
+            "trigger_ref", flat=True
+        )
+    )
     near = Task.objects.filter(
         ns,
-        Q(task_id__in=task_ids)
+        Q(task_id__in=task_ids | on_first_runs)
         | Q(child_thread__thread_id__in=threads | orphan_threads)
         | Q(parent_thread__thread_id__in=threads),
     ).values_list("task_id", "parent_thread_id", "title_key")

@@ -177,11 +177,13 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     ns = Q(namespace_id=namespace_id)
     subjects = list(
         Task.objects.filter(ns, task_id__any_of=task_ids).values_list(
-            "child_thread_id", "parent_thread_id", "title_key"
+            "child_thread_id", "parent_thread_id", "title_key", "task_id"
         )
     )
-    children = {child for child, _, _ in subjects if child}
-    parents = {parent for _, parent, _ in subjects if parent}
+    unnamed = {task for child, _, _, task in subjects if child is None}
+    children = {child for child, _, _, _ in subjects if child}
+    children |= set(first_run_threads(namespace_id, unnamed).values())
+    parents = {parent for _, parent, _, _ in subjects if parent}
     threads = set(
         Thread.objects.filter(ns, thread_id__any_of=thread_ids).values_list("pk", flat=True)
     )
@@ -214,7 +216,7 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # titles. The parents' runs are read too: a parent with no run under way will take
     # nothing (never_delivered).
     same_work, run_threads = set(), set(children) | parents
-    pairs = {(parent, title) for _, parent, title in subjects if parent}
+    pairs = {(parent, title) for _, parent, title, _ in subjects if parent}
     for pk, child in same_work_tasks(namespace_id, pairs):
         same_work.add(pk)
         if child is not None:
@@ -222,12 +224,22 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # Each kind of neighbour by its own index, then the rows by key: one query ORing the
     # four lists was planned as a scan of every task (0.4 s at 160,000 tasks).
     keys = set(same_work)
+    # Tasks that never named their child thread, by the thread of their first run.
+    unnamed_here = first_run_tasks(namespace_id, children | named_threads)
+    unnamed_children = set()
     for where in (
-        Q(task_id__any_of=task_ids | {task for task, _ in named if task}),
+        Q(task_id__any_of=task_ids | {task for task, _ in named if task} | unnamed_here),
         Q(parent_thread_id__any_of=children),
         Q(child_thread_id__any_of=children | named_threads),
     ):
-        keys.update(Task.objects.filter(ns, where).values_list("pk", flat=True))
+        for pk, task_id, child in Task.objects.filter(ns, where).values_list(
+            "pk", "task_id", "child_thread_id"
+        ):
+            keys.add(pk)
+            if child is None:
+                unnamed_children.add(task_id)
+    # Their child threads are the threads of their first runs: the runs there are read.
+    run_threads |= set(first_run_threads(namespace_id, unnamed_children - unnamed).values())
     snap = _load(
         tasks=Q(pk__any_of=keys),
         runs=Q(thread_id__any_of=run_threads),
@@ -239,6 +251,27 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         name for t in snap.tasks.values() for name in (t.parent_thread, t.child_thread) if name
     }
     return snap
+
+
+def first_run_threads(namespace_id: int, task_ids: set[str]) -> dict[str, int]:
+    """Task id -> the thread (row id) of its first run (trigger `delegation`): the child
+    thread of a task while no description of it names one (contract §3, §4)."""
+    if not task_ids:
+        return {}
+    runs = Run.objects.filter(
+        namespace_id=namespace_id, trigger_kind="delegation", trigger_ref__any_of=task_ids
+    )
+    return dict(runs.order_by("-ordinal").values_list("trigger_ref", "thread_id"))
+
+
+def first_run_tasks(namespace_id: int, thread_keys: set[int]) -> set[str]:
+    """The tasks whose first run is on one of these threads (row ids), by their ids."""
+    if not thread_keys:
+        return set()
+    runs = Run.objects.filter(
+        namespace_id=namespace_id, thread_id__any_of=thread_keys, trigger_kind="delegation"
+    )
+    return set(runs.values_list("trigger_ref", flat=True))
 
 
 PAIRS_PER_QUERY = 200  # elsewhere than PostgreSQL: two parameters each, an OR of pairs

@@ -216,7 +216,15 @@ class Run(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["namespace", "run_id"], name="run_unique")]
-        indexes = [models.Index(fields=["thread", "ordinal"], name="run_thread_ordinal")]
+        indexes = [
+            models.Index(fields=["thread", "ordinal"], name="run_thread_ordinal"),
+            # A task's first run by the task: its child thread while none is named.
+            models.Index(
+                fields=["namespace", "trigger_ref"],
+                name="run_first_run",
+                condition=models.Q(trigger_kind="delegation"),
+            ),
+        ]
 
 
 class BackgroundItem(models.Model):

@@ -40,10 +40,17 @@ def child_thread(snap: Snapshot, task: TaskView) -> str | None:
     """T's child thread; while the delegation has not named it, the thread of T's first run."""
     if task.child_thread is not None:
         return task.child_thread
-    for run in snap.runs.values():
-        if run.trigger_kind == "delegation" and run.trigger_ref == task.id:
-            return run.thread
-    return None
+    # Should two runs claim to be T's first, the lower ordinal wins (the loader agrees).
+    first = min(
+        (
+            run
+            for run in snap.runs.values()
+            if run.trigger_kind == "delegation" and run.trigger_ref == task.id
+        ),
+        key=lambda r: (r.ordinal or 0, r.id),
+        default=None,
+    )
+    return first.thread if first else None
 
 
 def child_thread_task(snap: Snapshot, thread: str | None) -> TaskView | None:
@@ -164,7 +171,7 @@ def _trigger(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> O
             return Owning(False, f"woken by item {ref} (started with awaited: false)")
         return Owning(False, f"woken by item {ref} (not started by an owned run)")
     if kind == "wake":
-        return _woken(snap, snap.wakes.get(ref or ""), ref, owned)
+        return _woken(snap, task, snap.wakes.get(ref or ""), ref, owned)
     if kind == "message":
         return Owning(False, "message-started follow-up")
     if kind == "scheduled":
@@ -174,7 +181,9 @@ def _trigger(snap: Snapshot, task: TaskView, run: RunView, owned: set[str]) -> O
     return Owning(False, f"{kind} trigger")
 
 
-def _woken(snap: Snapshot, wake: WakeView | None, ref: str | None, owned: set[str]) -> Owning:
+def _woken(
+    snap: Snapshot, task: TaskView, wake: WakeView | None, ref: str | None, owned: set[str]
+) -> Owning:
     why = f"woken by wake {ref}"
     if wake is None:
         return Owning(False, why)
@@ -187,6 +196,14 @@ def _woken(snap: Snapshot, wake: WakeView | None, ref: str | None, owned: set[st
         source = snap.tasks.get(wake.source_task or "")
         owns = source is not None and delegating_run_id(snap, source) in owned
         return Owning(owns, why + f" (task {wake.source_task} reported)")
+    if wake.source_kind == "manual" and wake.source_task == task.id:
+        # Rule 5: a continue of T sent by hand, whatever its message says; a delivery by
+        # hand of T goes to the parent, not to the child.
+        if wake.thread is not None and wake.thread == child_thread(snap, task):
+            return Owning(True, why + " (a continue of this task sent by hand)")
+        return Owning(False, why + f" (a manual wake of this task to {wake.thread})")
+    if wake.source_kind == "manual":
+        return Owning(False, why + f" (sent by hand for task {wake.source_task})")
     if wake.source_kind:
         return Owning(False, why + f" ({wake.source_kind})")
     return Owning(False, why)
@@ -236,9 +253,17 @@ def open_delegated_tasks(snap: Snapshot, task: TaskView) -> list[TaskView]:
     ]
 
 
+def has_result(run: RunView) -> bool:
+    """A finished run with a summary that is not empty once trimmed: an empty summary is
+    no result (contract 1.1; a run cut short often ends with "")."""
+    return run.finished and bool((run.summary or "").strip())
+
+
 def latest_result_run(snap: Snapshot, task: TaskView) -> RunView | None:
-    """T's owned finished run with the highest ordinal: where T's latest result comes from."""
-    finished = [run for run in owned_runs(snap, task) if run.finished]
+    """The owned finished run with the highest ordinal and a result: where T's latest
+    result comes from. The one definition the rules, the pages, the API and the deliver
+    action read."""
+    finished = [run for run in owned_runs(snap, task) if has_result(run)]
     return finished[-1] if finished else None
 
 

@@ -175,6 +175,41 @@ def test_grandchild_without_parent_run_comes_from_the_latest_run_requested_by_it
     assert owned_ids(snap) == ["r1", "r3"]
 
 
+def test_run_woken_by_a_continue_by_hand_of_the_task_is_owned():
+    # Contract 1.1, §4 rule 5: a manual wake of T to T's child thread (a continue sent
+    # by hand), whatever the connector's message looks like.
+    snap = snapshot(
+        task(),
+        run("r1", 1, finished=10, status="failed"),
+        wake("w", to=CHILD, source=("manual", TASK), summary="Go on, please.", queued=20),
+        run("r2", 2, trigger=("wake", "w"), requested=21),
+        run("r3", 3, trigger=("restart", "r2"), requested=30),
+    )
+    assert owned_ids(snap) == ["r1", "r2", "r3"]
+    assert owning(snap, snap.tasks[TASK], snap.runs["r2"]).owned
+
+
+def test_run_woken_by_a_manual_wake_of_another_task_is_not_owned():
+    snap = snapshot(
+        task(),
+        run("r1", 1, finished=10),
+        wake("w", to=CHILD, source=("manual", "task:other"), queued=20),
+        run("r2", 2, trigger=("wake", "w"), requested=21),
+    )
+    assert owned_ids(snap) == ["r1"]
+
+
+def test_run_woken_by_a_manual_wake_of_the_task_to_another_thread_is_not_owned():
+    # A delivery by hand goes to the parent: rule 5 asks for a wake to T's child thread.
+    snap = snapshot(
+        task(),
+        run("r1", 1, finished=10),
+        wake("w", to=PARENT, source=("manual", TASK), queued=20),
+        run("r2", 2, trigger=("wake", "w"), requested=21),
+    )
+    assert owned_ids(snap) == ["r1"]
+
+
 def test_restart_of_an_owned_run_is_owned():
     snap = snapshot(task(), run("r1", 1), run("r2", 2, trigger=("restart", "r1")))
     assert owned_ids(snap) == ["r1", "r2"]
@@ -313,6 +348,23 @@ def test_latest_result_ignores_follow_up_runs():
 
 def test_no_latest_result_before_an_owned_run_finishes():
     snap = snapshot(task(), run("r1", 1))
+    assert latest_result_run(snap, snap.tasks[TASK]) is None
+
+
+def test_an_empty_summary_is_no_result():
+    # Contract 1.1: T's latest result skips an owned finished run whose summary is empty
+    # once trimmed (a run cut by a restart ends with "", say).
+    snap = snapshot(
+        task(),
+        run("r1", 1, finished=10, summary="PR #812 ready"),
+        run("r2", 2, trigger=("restart", "r1"), requested=20, finished=30, summary=" \n\t"),
+    )
+    assert latest_result_run(snap, snap.tasks[TASK]).id == "r1"
+    assert latest_result(snap, snap.tasks[TASK]) == "PR #812 ready"
+
+
+def test_no_latest_result_while_every_owned_summary_is_empty():
+    snap = snapshot(task(), run("r1", 1, finished=10, summary=""))
     assert latest_result_run(snap, snap.tasks[TASK]) is None
 
 

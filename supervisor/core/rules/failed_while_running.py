@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..ownership import child_thread, judged_tasks, owned_runs, result_run
@@ -22,8 +23,6 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
     if report is None or report.status not in GAVE_UP:
         return None
     base = baseline(snap, task)
-    if base is None:
-        return None
     going_on = [
         run
         for run in snap.runs_by_thread.get(child_thread(snap, task) or "", [])
@@ -42,22 +41,37 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
         {
             "events": [e for e in events if e is not None],
             "text": (
-                f"The task was reported {report.status} after run {base.id}, but its child "
-                f"went on: {described}."
+                f"The task was reported {report.status} {base.words}, but its child went "
+                f"on: {described}."
             ),
-            "baseline_run": base.id,
+            "baseline_run": base.run,
             "runs": [run.id for run in going_on],
         },
     )
 
 
-def baseline(snap: Snapshot, task: TaskView) -> RunView | None:
-    """The result run when its ordinal is known, else T's highest owned run."""
+@dataclass(frozen=True)
+class Baseline:
+    """What the child's later runs are compared with: a run's ordinal, or 0 before any."""
+
+    ordinal: int
+    run: str | None  # None: T owns no run, so every run of the child thread is later
+
+    @property
+    def words(self) -> str:
+        return f"after run {self.run}" if self.run else "before any run of its own"
+
+
+def baseline(snap: Snapshot, task: TaskView) -> Baseline:
+    """The result run when its ordinal is known, else T's highest owned run, else 0:
+    while T owns no run, any run of the child thread counts (contract 1.1)."""
     rr = result_run(snap, task)
     if rr is not None and rr.ordinal is not None:
-        return rr
+        return Baseline(rr.ordinal, rr.id)
     owned = owned_runs(snap, task)
-    return owned[-1] if owned else None
+    if owned:  # requested runs only: each has its ordinal
+        return Baseline(owned[-1].ordinal, owned[-1].id)
+    return Baseline(0, None)
 
 
 def _described(run: RunView) -> str:

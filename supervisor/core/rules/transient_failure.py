@@ -17,7 +17,7 @@ PASSING_STATUS = re.compile(r"\b(?:408|429|500|502|503|504|529)\b")
 FORBIDDEN = re.compile(r"\b403\b")
 CLOUDFLARE = re.compile(r"cloudflare", re.IGNORECASE)
 PASSING_PHRASE = re.compile(
-    r"overloaded|rate limit|fetch failed|ECONNRESET|ETIMEDOUT|socket hang up|timed out",
+    r"overloaded|rate[ _-]?limit|fetch failed|ECONNRESET|ETIMEDOUT|socket hang up|timed out",
     re.IGNORECASE,
 )
 
@@ -43,7 +43,10 @@ def _finding(task: TaskView) -> Finding | None:
     report = task.current_report
     if report is None or report.status != "failed":
         return None
-    fault = passing_fault(report.summary) or passing_fault(report.error)
+    # One text, joined by a space: a 403 in the summary and "Cloudflare" in the error
+    # count together (contract 1.1).
+    text = " ".join(part for part in (report.summary, report.error) if part)
+    fault = passing_fault(text)
     if fault is None:
         return None
     return Finding(

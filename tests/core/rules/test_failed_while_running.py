@@ -74,3 +74,19 @@ def test_evidence_names_the_report_and_the_later_run():
     later = run("r2", 2, trigger=("message", None), requested=200, finished=600)
     [finding] = rule.findings(snapshot(*views, later), SETTINGS, NOW)
     assert finding.evidence["events"] == ["report/failed@100", "r2/requested"]
+
+
+def test_a_task_failed_before_any_owned_run_counts_any_run_of_its_child():
+    # Contract 1.1: T's highest owned ordinal is 0 while T owns no run, so any run of the
+    # child thread counts (here a message run: the first run was never told).
+    views = task(reports=[failed(result_run=None)])
+    later = run("r1", 1, trigger=("message", None), requested=200)
+    assert open_on(views, later) == [TASK]
+    assert open_on(views, run("r1", 1, trigger=("message", None), finished=300)) == [TASK]
+    failed_too = run("r1", 1, trigger=("message", None), finished=300, status="failed")
+    assert open_on(views, failed_too) == []
+
+
+def test_a_result_run_of_unknown_ordinal_and_no_owned_run_compare_with_0():
+    views = task(reports=[failed(result_run="r9")])
+    assert open_on(views, run("r1", 1, trigger=("message", None), requested=200)) == [TASK]

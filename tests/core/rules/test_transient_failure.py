@@ -52,6 +52,24 @@ def test_the_error_is_read_as_well_as_the_summary():
     assert open_on(summary="Could not finish.", error="529 overloaded_error") == [TASK]
 
 
+def test_403_and_cloudflare_count_together_across_the_summary_and_the_error():
+    # Contract 1.1: the summary and the error are one text, joined by a space.
+    assert open_on(summary="API Error: 403", error="Attention Required! | Cloudflare") == [TASK]
+    assert open_on(summary="blocked by Cloudflare", error="HTTP 403") == [TASK]
+
+
+def test_the_summary_and_the_error_do_not_run_into_one_word():
+    # Joined by a space: "50" and "3" are two words, not a 503.
+    assert open_on(summary="exit 50", error="3") == []
+
+
+@pytest.mark.parametrize(
+    "phrase", ["rate-limited", "Ratelimit exceeded", "rate_limit_error", "RATE LIMIT"]
+)
+def test_rate_limit_with_a_space_a_hyphen_an_underscore_or_nothing(phrase):
+    assert open_on(summary=f"Provider said: {phrase}") == [TASK]
+
+
 def test_a_real_failure_is_not_transient():
     # healthy-real-failure: "migration 0042 drops a column still read by billing".
     summary = "Dry-run failed: migration 0042 drops a column still read by billing."

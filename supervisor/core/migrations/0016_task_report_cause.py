@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0014_task_title_key"),
+        ("core", "0015_run_first_run_index"),
     ]
 
     operations = [
