@@ -88,6 +88,9 @@ class TaskDelegated(Data):
     follow_up_of: Id | None = None
 
 
+DeliveryRecord = Literal["pending", "claimed", "delivered", "acknowledged", "disposed"]
+
+
 class TaskReported(Data):
     task: Id
     status: ReportStatus
@@ -103,6 +106,12 @@ class TaskReported(Data):
     # A compatible extension (issue 28), as on `run.finished`: "restart" says the
     # orchestrator's own restart recovery (or its stop) ended the task; nobody cancelled it.
     cause: Literal["restart"] | None = None
+    # Compatible extensions (issue 28), evidence only: the orchestrator's own record of
+    # the result's delivery when it keeps one (T3's `completionDelivery` state), and how
+    # many deliveries the delegating run's cohort had settled by then (T3 reserves no
+    # more after two, T3 #12285).
+    delivery_record: DeliveryRecord | None = None
+    settled_deliveries: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)] | None = None
 
 
 class Trigger(Data):

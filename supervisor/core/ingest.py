@@ -546,6 +546,8 @@ class Mirror:
                 "pending_child_runs",
                 "delivery",
                 "cause",
+                "delivery_record",
+                "settled_deliveries",
             ],
             [
                 (
@@ -561,6 +563,8 @@ class Mirror:
                     e.data.pending_child_runs,
                     e.data.delivery,
                     e.data.cause,
+                    e.data.delivery_record,
+                    e.data.settled_deliveries,
                 )
                 for task, e in self.reports
             ],

@@ -55,6 +55,8 @@ REPORT_COLUMNS = {
     "pending_child_runs": "pending_child_runs",
     "delivery": "delivery",
     "cause": "cause",
+    "delivery_record": "delivery_record",
+    "settled_deliveries": "settled_deliveries",
 }
 RUN_COLUMNS = {
     "id": "run_id",

@@ -187,6 +187,9 @@ class TaskReport(models.Model):
     pending_child_runs = models.BooleanField(null=True)
     delivery = models.CharField(max_length=10, null=True)
     cause = models.CharField(max_length=10, null=True)  # "restart": ended by a restart
+    # The orchestrator's own delivery record then, and its cohort's settled deliveries.
+    delivery_record = models.CharField(max_length=20, null=True)
+    settled_deliveries = models.IntegerField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="report_unique")]

@@ -51,6 +51,8 @@ class ReportView:
     pending_child_runs: bool | None = None
     delivery: str | None = None  # "wake": the result reaches the parent only by a wake
     cause: str | None = None  # "restart": the orchestrator's restart recovery ended it
+    delivery_record: str | None = None  # the orchestrator's own (T3's completionDelivery)
+    settled_deliveries: int | None = None  # by the delegating run's cohort, then
 
     @property
     def terminal(self) -> bool:

@@ -56,6 +56,8 @@ class TaskDetail:
                     "error": r.error,
                     "pending_child_runs": r.pending_child_runs,
                     "cause": r.cause,
+                    "delivery_record": r.delivery_record,
+                    "settled_deliveries": r.settled_deliveries,
                 }
                 for r in self.task.reports
             ],

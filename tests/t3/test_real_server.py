@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.locate import state_database
@@ -289,3 +291,26 @@ def test_a_real_scenario_followed_live_opens_the_same_flags(version, name, tmp_p
     tasks, _ = _tasks(base)
     opened = {role: sorted(result["tasks"][task["taskId"]]["open"]) for role, task in tasks.items()}
     assert opened == LIVE[version, name]
+
+
+def _count(version: str, name: str, kind: str) -> int:
+    return sum(kind in kinds for kinds in EXPECTED[version][name].values())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("version", "name"), PLAYS, ids=[f"{v}-{n}" for v, n in PLAYS])
+def test_report_t3_counts_what_the_flags_show(scenario_dirs, version, name):
+    """`report --t3` on each real database: every gap finalization with its earlier text
+    handed (the stale shapes), every undelivered result and every starved delivery that
+    the scenario's flags show; nothing on the others."""
+    out = io.StringIO()
+    at = clock.now() + timedelta(hours=2)  # past every grace period, as the flags above
+    with clock.virtual_clock(at):
+        call_command("report", "--t3", str(scenario_dirs[version, name]), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["tasks_seen"] == len(EXPECTED[version][name])
+    stale = _count(version, name, "stale_result")
+    assert report["gap_finalizations"]["count"] == stale
+    assert report["handed_earlier_text"]["count"] == stale
+    assert report["undelivered_result_open"]["count"] == _count(version, name, "undelivered_result")
+    assert report["never_delivered_open"]["count"] == _count(version, name, "never_delivered")

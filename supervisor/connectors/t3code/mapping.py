@@ -196,6 +196,7 @@ class Mapper:
             "transfers",
             "errors",
             "failures",
+            "cohorts",
             "commands",
             "ended",
             "build",
@@ -279,6 +280,9 @@ class Mapper:
         the same ids as following would give the same facts."""
         for payload in threads:
             self._guard(self.thread, payload)
+        for payload in runs:
+            if isinstance(payload, dict) and _text(payload.get("id")):
+                self._cohort(payload["id"], payload)
         # Tasks before native subagents and rosters: a roster entry may be a subagent's.
         for payload in sorted(
             (p for p in subagents if isinstance(p, dict)),
@@ -433,6 +437,9 @@ class Mapper:
         if mapped is None:
             self._unknown_value(f"subagent.status:{status}")
             return
+        delivery = p.get("completionDelivery")
+        record = delivery.get("state") if isinstance(delivery, dict) else None
+        known["record"] = record if record in DELIVERY_STATES else None
         result = p.get("result") if isinstance(p.get("result"), str) else None
         if mapped in TERMINAL and result is not None:
             known["result"] = result
@@ -554,6 +561,9 @@ class Mapper:
                 "delivery": "wake" if final and not known.get("cut") else None,
                 "cause": "restart" if final and known.get("cut") else None,
                 "error": self._failure_of(known) if status == "failed" else None,
+                # T3's own delivery record and its cohort's count then: evidence.
+                "delivery_record": known.get("record") if final else None,
+                "settled_deliveries": self.memory["cohorts"].get(known["run"]) if final else None,
             },
             id=id,
         )
@@ -921,6 +931,7 @@ class Mapper:
         if not run_id or not thread or ordinal is None:
             self._unknown_value("run.id")
             return
+        self._cohort(run_id, p)
         if run_id in self.memory["ended"]:
             return  # told once: a later rewrite (a rollback, say) changes nothing here
         runs = self.memory["runs"]
@@ -979,6 +990,15 @@ class Mapper:
                 known["finished"] = True  # forgotten once its start message is read
         elif status not in RUN_UNDER_WAY:
             self._unknown_value(f"run.status:{status}")
+
+    def _cohort(self, run_id: str, p: dict) -> None:
+        """A delegating run's completion cohort (P006, K33): how many deliveries of its
+        tasks' results T3 has settled. T3 rewrites it on the run long after it ended."""
+        cohort = p.get("delegatedCompletion")
+        settled = cohort.get("settledDeliveryCount") if isinstance(cohort, dict) else None
+        if isinstance(settled, int) and not isinstance(settled, bool) and settled >= 0:
+            self.memory["cohorts"][run_id] = settled
+            _bound(self.memory["cohorts"], KEEP_RUNS)
 
     def _request(self, run_id, thread, ordinal, p, occurred, known) -> None:
         at = self._at(p.get("requestedAt"), p.get("createdAt"), occurred)

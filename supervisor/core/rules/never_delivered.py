@@ -14,6 +14,8 @@ from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 from .task_deadlines import coming, opened
 
 KIND = "never_delivered"
+# T3 reserves a follow-up delivery only while a cohort has settled fewer than two.
+CAPPED_AT = 2
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
@@ -62,6 +64,23 @@ def _due(
             ),
             "result": report.summary,
             "idle_since": quiet_since.isoformat(),
+            **_record(report),
         },
     )
     return quiet_since + timedelta(seconds=settings.delivery_grace), finding
+
+
+def _record(report) -> dict:
+    """What the orchestrator's own delivery record said, when it keeps one."""
+    if report.delivery_record is None:
+        return {}
+    said = {"delivery_record": report.delivery_record}
+    if report.settled_deliveries is not None:
+        said["settled_deliveries"] = report.settled_deliveries
+    if report.delivery_record == "pending" and (report.settled_deliveries or 0) >= CAPPED_AT:
+        said["why"] = (
+            f"The orchestrator recorded the result pending after the delegating run had "
+            f"settled {report.settled_deliveries} deliveries: it reserves no more for that "
+            "run (T3 #12285)."
+        )
+    return said

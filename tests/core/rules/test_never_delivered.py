@@ -78,3 +78,26 @@ def test_another_tasks_wake_is_not_this_ones_delivery():
         "w1", source=("task", "task:other"), summary="Lint clean.", queued=DONE, delivered=DONE + 1
     )
     assert open_at(DONE + GRACE, *views(other)) == [TASK]
+
+
+def test_the_evidence_carries_the_orchestrators_own_record_and_its_cap():
+    """T3 #12285: a third wave of one delegating run's results stays pending, no wake."""
+    capped = task(
+        reports=[
+            report(
+                "completed",
+                DONE,
+                summary="Lint clean.",
+                delivery="wake",
+                delivery_record="pending",
+                settled_deliveries=2,
+            )
+        ]
+    )
+    [finding] = rule.findings(snapshot(capped, *views()[1:]), SETTINGS, at(DONE + GRACE))
+    assert finding.evidence["delivery_record"] == "pending"
+    assert finding.evidence["settled_deliveries"] == 2
+    assert "reserves no more" in finding.evidence["why"]
+    # Without a record, the evidence says nothing of one.
+    [plain] = rule.findings(snapshot(*views()), SETTINGS, at(DONE + GRACE))
+    assert "delivery_record" not in plain.evidence
