@@ -535,3 +535,23 @@ def test_an_import_after_the_roster_emptied_keeps_the_command_that_outlived_its_
         e["data"] for e in events if e["type"] == "run.requested" and e["data"]["ordinal"] == 2
     ]
     assert woken["trigger"] == {"kind": "wake", "wake": "message:continuation"}
+
+
+def test_a_wake_names_its_tasks_by_its_cohort_where_the_text_names_others():
+    """K33 writes the cohort on the wake message: its task ids win over the text's."""
+    log = Log()
+    log.row("subagent.updated", _subagent("completed", "2026-12-02T10:00:02.000Z", result="Done."))
+    log.message(
+        PARENT,
+        "message:wake",
+        run_of(PARENT, 2),
+        "user",
+        "Delegated tasks reached terminal states. Use task_status to read the results.",
+        "2026-12-02T10:00:02.100Z",
+        createdBy="agent",
+        creationSource="server",
+        delegatedCompletion={"parentRunId": run_of(PARENT, 1), "generation": 1, "taskIds": [TASK]},
+    )
+    [wake] = log.of("wake.queued")
+    assert wake["source"]["task"] == TASK
+    assert wake["summary"] == "Done."

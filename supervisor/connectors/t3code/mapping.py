@@ -1381,7 +1381,11 @@ def legacy_notification(p: dict) -> dict | None:
     if p.get("creationSource") == "server":
         if not TASK_WAKE.match(text):
             return None  # a restart continuation ("Continue where you left off.")
-        task_ids = TASK_ID_IN_TEXT.findall(text)
+        cohort = p.get("delegatedCompletion")
+        named = cohort.get("taskIds") if isinstance(cohort, dict) else None
+        # P006 and K33 name the tasks on the message (its cohort); older text only.
+        task_ids = [t for t in named if isinstance(t, str) and t] if isinstance(named, list) else []
+        task_ids = task_ids or TASK_ID_IN_TEXT.findall(text)
         listed = TASK_IDS_LISTED.match(text)
         if listed and not task_ids:
             task_ids = [t.strip() for t in listed.group(1).split(",")]
