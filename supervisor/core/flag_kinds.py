@@ -178,8 +178,9 @@ CATALOGUE = {
             "The orchestrator restarted (or stopped) and cut the child's run; the task still "
             "says it is under way and nothing will resume it, or the orchestrator cancelled "
             "it itself and the parent will never hear of it.",
-            "Continue the child, or tell the parent by hand (deliver) that the work was cut; "
-            "cancel the task if the work is no longer wanted.",
+            "Continue the child so that it finishes the work, or tell the parent yourself "
+            "that the task was cut (then resolve this with that reason); cancel the task if "
+            "the work is no longer wanted.",
             CONTINUE,
             BY_EVENTS,
         ),

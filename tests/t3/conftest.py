@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from .plays import KITS
 
-SHARED = ROOT.parent / "shared"
-KITS = {"0.0.30": SHARED / "t3code" / "kit", "0.0.33": SHARED / "t3code-next" / "kit"}
 KIT = KITS["0.0.30"]
 
 

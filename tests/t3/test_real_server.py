@@ -11,14 +11,10 @@ cannot build (no npm, no C++ toolchain), they skip and say why."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
-import os
-import shutil
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -33,113 +29,21 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
 from supervisor.core.scenario import _result
 from supervisor.core.sources import do_create_source
-from tests.conftest import ROOT
 
-from .conftest import KITS, built
-
-# Each kit scenario, its tasks by role (scenario.json), and the flags the contract gives
-# for that shape: the scenario of the contract whose shape it plays is named.
-EXPECTED: dict[str, dict[str, dict[str, list[str]]]] = {
-    "0.0.30": {
-        "delegate": {"the task": []},
-        # seed000-stale-finalize: finalized on the interim text, the real one never handed.
-        "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
-        # seed002-transient-failure's first task (its orphan wake names another task id,
-        # which this shape does not play).
-        "transient-continue": {"the task": ["failed_while_running", "transient_failure"]},
-        # seed002-transient-failure's second task: the same task delegated twice.
-        "duplicate": {"the first task": [], "the second task": ["duplicate_delegation"]},
-        # The child's run never ends; the server's stop cancels it (a restart's recovery,
-        # `runtime-reconcile`) and the task stays running for good (T3 #7314).
-        "stuck": {"the task": ["left_by_restart", "stuck"]},
-        # healthy-awaited-background / healthy-real-failure: nothing to flag.
-        "healthy-wait": {"the task": []},
-        "healthy-failure": {"the task": []},
-    },
-    "0.0.33": {
-        "delegate": {"the task": []},
-        "delegate-ws": {"the task": []},
-        # The same stale finalization; the child's run 2 is woken by its command's end
-        # (the roster entry, then the provider continuation) and owned.
-        "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
-        "transient-continue": {"the task": ["failed_while_running", "transient_failure"]},
-        "duplicate": {"the first task": [], "the second task": ["duplicate_delegation"]},
-        # The stop's reconciliation cancels the task itself (cause restart): the parent
-        # will never hear of it.
-        "stuck": {"the task": ["left_by_restart"]},
-        "healthy-wait": {"the task": []},
-        "healthy-failure": {"the task": []},
-        # The parent read the result (acknowledged): a delivery, and the wake T3 had
-        # reserved and cancelled for it is not late.
-        "delegate-ack": {"the task": []},
-        "ack-in-run": {"the task": []},
-        # Delivered by hand and disposed: the cancelled wake is not late either.
-        "manual-dispose": {"the task": []},
-        # The queued wake run never starts (T3 rewrites the parent's run 1 to waiting
-        # and the queued run stays so until the stop): right for what T3 wrote.
-        "cancel-queued": {"the task": ["failed_while_running", "late_wake", "never_delivered"]},
-        # The third wave stays pending (T3 #12285) until the kit delivers it by hand and
-        # disposes it: nothing open at the end.
-        "group": {"the first task": [], "the second task": [], "the third task": []},
-        # Restart recovery cancels the held task (no result, no wake).
-        "restart": {"the held task": ["left_by_restart"], "the background task": []},
-    },
-}
-PLAYS = [(version, name) for version in EXPECTED for name in EXPECTED[version]]
-
-
-def _kit_digest(kit: Path) -> str:
-    """What the plays depend on: the kit's script, its drivers and its source."""
-    digest = hashlib.sha256()
-    folder = kit.parent
-    for path in sorted(
-        [kit, folder / "t3code-src.tar.gz", *sorted((folder / "lib").rglob("*"))], key=str
-    ):
-        if path.is_file():
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+from . import plays
+from .conftest import built
+from .plays import EXPECTED, KITS, PLAYS
 
 
 @pytest.fixture(scope="session")
-def scenario_dirs(tmp_path_factory) -> dict[tuple[str, str], Path]:
-    """Every scenario of both kits, played once per CI run: a play is kept under the test
-    var dir by the kits' digests, so the service run follows the databases the embedded
-    run's plays wrote (the rows are T3's; only Supervisor's store differs). Two at a time:
-    the servers are real and each takes 20 to 70 s on two cores."""
+def scenario_dirs() -> dict[tuple[str, str], Path]:
+    """Every scenario of both kits, played once per CI run (tests/t3/plays.py)."""
     kits = {version: built(KITS[version]) for version in EXPECTED}
-    var = Path(os.environ.get("SUPERVISOR_VAR_DIR") or ROOT / "var")
-    roots = {
-        version: var / "t3-played" / f"{version}-{_kit_digest(kit)}"
-        for version, kit in kits.items()
-    }
-
-    def play(version: str, name: str) -> tuple[str, str, Path, str | None]:
-        base = roots[version] / name
-        if (base / "scenario.json").is_file():
-            return version, name, base, None
-        shutil.rmtree(base, ignore_errors=True)  # the kit wants a base without a database
-        base.parent.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [str(kits[version]), "scenario", name, "--base-dir", str(base)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode:
-            (base / "scenario.json").unlink(missing_ok=True)
-            return version, name, base, done.stdout[-1500:] + done.stderr[-1500:]
-        return version, name, base, None
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        played = list(pool.map(lambda play_: play(*play_), PLAYS))
-    # A loaded machine can time out the kit's own set-up (`project add` against the
-    # starting server): such a scenario is played again, alone, up to twice.
-    for _ in range(2):
-        played = [play(v, n) if failed else (v, n, b, failed) for v, n, b, failed in played]
-    failed = {f"{v} {n}": why for v, n, _, why in played if why}
+    plays.wait_for_player()
+    failed = plays.play_all(kits)
     assert not failed, f"kit scenarios failed: {failed}"
-    return {(v, n): base for v, n, base, _ in played}
+    digests = {version: plays.kit_digest(kit) for version, kit in kits.items()}
+    return {(v, n): plays.base_dir(v, n, digests) for v, n in PLAYS}
 
 
 def _follow(source, base: Path, start: str) -> Follower:

@@ -545,7 +545,9 @@ class Mapper:
         suffix = ":child:" + event_id("", child).rsplit(":", 1)[1] if child else ""
         self._emit("task.delegated", (task_id,), known["at"], data, suffix=suffix)
 
-    def _report(self, task_id: str, known: dict, status: str, at: str, *, key, id=None) -> None:
+    def _report(
+        self, task_id: str, known: dict, status: str, at: str, *, key, told_as=None
+    ) -> None:
         final = status in TERMINAL
         self._emit(
             "task.reported",
@@ -565,7 +567,7 @@ class Mapper:
                 "delivery_record": known.get("record") if final else None,
                 "settled_deliveries": self.memory["cohorts"].get(known["run"]) if final else None,
             },
-            id=id,
+            told_as=told_as,
         )
 
     def _failure_of(self, known: dict) -> str | None:
@@ -1247,7 +1249,7 @@ class Mapper:
                 # same `at` its id extends that report's, so it sorts after and wins.
                 first = event_id("task.reported", task_id, known["status"], at)
                 suffix = ":run:" + event_id("", transfer_id).rsplit(":", 1)[1]
-                self._report(task_id, known, known["status"], at, key=None, id=first + suffix)
+                self._report(task_id, known, known["status"], at, key=None, told_as=first + suffix)
             done |= REPORTED
         transfers[transfer_id] = done
         _bound(transfers, KEEP_TRANSFERS)
@@ -1325,10 +1327,11 @@ class Mapper:
         return self._natives_by_thread.setdefault(thread, set())
 
     def _emit(
-        self, event_type: str, key, at: str, data: dict, *, suffix: str = "", id=None
+        self, event_type: str, key, at: str, data: dict, *, suffix: str = "", told_as=None
     ) -> None:
+        """Tell one fact; its id from `key` (or `told_as`, an id made by the caller)."""
         event = {
-            "id": id or event_id(event_type, *key) + suffix,
+            "id": told_as or event_id(event_type, *key) + suffix,
             "type": event_type,
             "at": at,
             "data": {k: v for k, v in data.items() if v is not None},
