@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +29,8 @@ KITS = {"0.0.30": SHARED / "t3code" / "kit", "0.0.33": SHARED / "t3code-next" / 
 EXPECTED: dict[str, dict[str, dict[str, list[str]]]] = {
     "0.0.30": {
         "delegate": {"the task": []},
+        # The same delegation asked by the client (`delegated_task.request`).
+        "delegate-ws": {"the task": []},
         # seed000-stale-finalize: finalized on the interim text, the real one never handed.
         "stale-wake": {"the task": ["premature_completion", "stale_result", "undelivered_result"]},
         # seed002-transient-failure's first task (its orphan wake names another task id,
@@ -89,8 +92,11 @@ def kit_digest(kit: Path) -> str:
 
 
 def played_root() -> Path:
-    var = Path(os.environ.get("SUPERVISOR_VAR_DIR") or ROOT / "var" / "test")
-    return var / "t3-played"
+    """Outside the clone: T3 treats its workspace's git repository as the project's (a
+    play under the clone's own repository checkpoints it, slowly, and fails). One folder
+    per clone, so a fresh CI clone plays afresh."""
+    clone = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"supervisor-t3-plays-{clone}"
 
 
 def base_dir(version: str, name: str, digests: dict[str, str]) -> Path:
