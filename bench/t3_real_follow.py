@@ -578,6 +578,8 @@ def block_scenarios(begin: str, end: str) -> dict[str, dict[str, int]]:
         table = block.split("\n| scenario | T3 rows |", 1)[1].split("\n\n", 1)[0]
         for line in table.splitlines()[2:]:
             cells = [c.strip().replace(",", "") for c in line.split("|")]
+            if not re.fullmatch(r"[\w-]+", cells[1]):
+                continue  # the totals
             with contextlib.suppress(ValueError, IndexError):
                 found[cells[1]] = {
                     "rows": int(cells[2]),
@@ -659,7 +661,7 @@ def report(about: str, meta: dict, args, results: dict, alone: dict) -> str:
     lines = [
         f"Measured {args.measured} UTC on {about}.",
         "",
-        f"Code: {t3_follow.commit().replace(' (the T3 follower)', '')}. T3: the kit's real "
+        f"Code: {args.code}. T3: the kit's real "
         f"server (t3 {args.kit}, `{KITS[args.kit].parent.name}/kit`, build {args.build}).",
         "",
         "Reproduce: `python bench/t3_real_follow.py"
@@ -973,8 +975,9 @@ def main() -> None:
             )
         print(backend, "lag", json.dumps(results[backend]["lag"]))
     args.measured = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
-    keep = ("kit", "build", "measured", "rows", "runs", "batch", "backend", "lag_samples")
-    keep += ("lag_interval", "watch", "leave_out")
+    args.code = t3_follow.commit().replace(" (the T3 follower)", "")
+    keep = ("kit", "build", "measured", "code", "rows", "runs", "batch", "backend")
+    keep += ("lag_samples", "lag_interval", "watch", "leave_out")
     saved = CACHE / args.build / f"results-{args.rows}-{datetime.now(UTC):%Y%m%dT%H%M%S}.json"
     saved.write_text(
         json.dumps(
