@@ -1,5 +1,5 @@
 """T3 follower on real state databases: bench/t3_follow.py's two figures, measured on
-databases written by the real T3 Code server (the kit beside the clone,
+databases written by the real T3 Code server (a kit beside the clone, by default
 `../shared/t3code/kit`) instead of the tests' fake one.
 
 1. Throughput at size, real shapes. Each kit scenario is played once (kept under
@@ -24,11 +24,22 @@ databases written by the real T3 Code server (the kit beside the clone,
    `occurred_at` of the T3 row that made it true: the first row after which the flag is
    open when the final database is replayed row by row into a Supervisor of its own.
 
+3. Each scenario's database followed alone (SQLite): its rows, skipped rows and events.
+
+`--kit` picks the real build: 0.0.30 (the default, `../shared/t3code/kit`) or 0.0.33
+(`../shared/t3code-next/kit`, its 14 scenarios; `restart` plays two servers on one
+database). Each build has its own plays and copies in the cache, its own PostgreSQL
+database names and its own block in the docs.
+
     python bench/t3_real_follow.py --rows 5000 --runs 1 --backend sqlite --lag-samples 2 --no-docs
     python bench/t3_real_follow.py --backend both                                   # figures
+    python bench/t3_real_follow.py --kit 0.0.33 --backend both                      # 0.0.33's
 
-Results go to stdout and, unless --no-docs, into docs/benchmarks.md between markers,
-beside the fake database's figures read from t3_follow's block there.
+Results go to stdout and, unless --no-docs, into docs/benchmarks.md between markers:
+0.0.30's beside the fake database's figures read from t3_follow's block there, 0.0.33's
+beside 0.0.30's read from its block. Each run's results are kept in the cache
+(`--from-results FILE` writes that run's block again, e.g. after 0.0.30 was measured
+again).
 """
 
 from __future__ import annotations
@@ -58,14 +69,30 @@ from t3_follow import DOCS, GOAL_EVENTS_PER_S, GOAL_LAG_S, ROOT, django_ready
 
 BEGIN, END = "<!-- t3_real_follow:begin -->", "<!-- t3_real_follow:end -->"
 HEADING = "## Following a real T3 Code state database (bench/t3_real_follow.py)"
-KIT = Path(os.environ.get("T3CODE_KIT", ROOT.parent / "shared" / "t3code" / "kit"))
+SHARED = ROOT.parent / "shared"
+# The two real T3 builds (`--kit`); the same `kit` interface, their own caches and ports.
+KITS = {
+    "0.0.30": Path(os.environ.get("T3CODE_KIT", SHARED / "t3code" / "kit")),
+    "0.0.33": Path(os.environ.get("T3CODE_KIT_NEXT", SHARED / "t3code-next" / "kit")),
+}
+DEFAULT_KIT = "0.0.30"  # the first figures' build: its block reproduces as it was
+KIT = KITS[DEFAULT_KIT]  # the chosen one, set by main()
+# Each build's block in docs/benchmarks.md; a later build's goes after the first's
+# section, under a heading of its own, and is compared with the first's figures.
+MARKERS = {
+    "0.0.30": (BEGIN, END),
+    "0.0.33": ("<!-- t3_real_follow_next:begin -->", "<!-- t3_real_follow_next:end -->"),
+}
+SUBHEADING = "### t3 {version} beside t3 {first} (bench/t3_real_follow.py --kit {version})"
 CACHE = Path(tempfile.gettempdir()) / "t3rf-bench"
 COPY_VERSION = 1  # bump when the copying changes: cached databases are made again
-PG_PREFIX = "t3rf_bench"
+# PostgreSQL databases of this benchmark, one prefix per build (none is another
+# developer's: the tests use test_*, the worktrees' runs their own names).
+PG_PREFIXES = {"0.0.30": "t3rf_bench", "0.0.33": "t3rf33_bench"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 LOG = "orchestration_events"
-# delegate-ws is not in test_real_server's EXPECTED: delegate's flow, the request sent
-# over the WS API; nothing to flag either.
+# delegate-ws is not in test_real_server's EXPECTED for 0.0.30: delegate's flow, the
+# request sent over the WS API; nothing to flag either. (0.0.33's EXPECTED has it.)
 MORE_EXPECTED = {"delegate-ws": {"the task": []}}
 # Scenarios whose flag opens without time passing: the task (by role) and the flag.
 LAG_FLAGS = {
@@ -75,15 +102,22 @@ LAG_FLAGS = {
 PLAY_ATTEMPTS = 3  # the kit's set-up can time out on a loaded machine
 
 
-def scenario_flags() -> dict[str, dict[str, list[str]]]:
-    """scenario -> {task role: open flags}, as tests/t3/test_real_server.py has them."""
+def scenario_flags(version: str, leave_out=()) -> dict[str, dict[str, list[str]]]:
+    """scenario -> {task role: open flags}, as tests/t3/test_real_server.py has them for
+    the build `version`, less the scenarios left out."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
     django.setup()
     from tests.t3.test_real_server import EXPECTED
 
-    return {**EXPECTED, **MORE_EXPECTED}
+    expected = dict(EXPECTED[version])
+    for name, roles in MORE_EXPECTED.items():
+        expected.setdefault(name, roles)
+    unknown = set(leave_out) - set(expected)
+    if unknown:
+        raise SystemExit(f"--leave-out: no such {version} scenario: {', '.join(sorted(unknown))}")
+    return {name: roles for name, roles in expected.items() if name not in leave_out}
 
 
 # --- the real server ---------------------------------------------------------------
@@ -269,11 +303,12 @@ def build_state(rows: int, build: str, bases: dict[str, Path], expected: dict) -
 
 
 class Store(t3_follow.Store):
-    """t3_follow's fresh Supervisor database, under this benchmark's PostgreSQL names."""
+    """t3_follow's fresh Supervisor database, under this benchmark's PostgreSQL names
+    (the build's own prefix)."""
 
     def __init__(self, backend: str, tag: str, args):
         super().__init__(backend, tag, args)
-        self.dbname = f"{PG_PREFIX}_{tag}".replace("-", "_")
+        self.dbname = f"{PG_PREFIXES[args.kit]}_{tag}".replace("-", "_")
 
 
 def child(mode: str, store: Store, *args: str, timeout: float = 1800) -> dict:
@@ -301,6 +336,27 @@ def child_follow(state: str, start: str, batch: int) -> dict:
         "values_unknown": follow_state.values_unknown,
         "dead_letters": DeadLetter.objects.count(),
     }
+
+
+def child_scenarios(states: dict[str, str]) -> dict[str, dict]:
+    """Each scenario's own database followed alone from its first row, each into a source
+    of its own: its rows, the rows skipped and the contract events they made."""
+    django_ready()
+    from supervisor.connectors.t3code.follower import Follower
+    from supervisor.core.models import FollowState
+    from supervisor.core.sources import do_create_source
+
+    alone = {}
+    for name, state in states.items():
+        source, _ = do_create_source(f"t3-scenario-{name}", scopes="ingest,read")
+        follower = Follower(source, state, start="log", evaluate=False)
+        try:
+            progress = follower.follow()
+        finally:
+            follower.close()
+        skipped = FollowState.objects.get(source=source).rows_skipped
+        alone[name] = {"rows": progress.rows, "events": progress.events, "skipped": skipped}
+    return alone
 
 
 def check_copies(namespace_id: int, meta: dict) -> list[str]:
@@ -491,12 +547,15 @@ def first_row_flagging(sample: dict) -> dict:
 # --- the parent process ------------------------------------------------------------
 
 
-def fake_figures() -> tuple[dict[str, dict[str, float]], str]:
-    """t3_follow's summary table in the docs: {figure: {backend: value}}, and when."""
-    block = DOCS.read_text().split(t3_follow.BEGIN, 1)[1].split(t3_follow.END, 1)[0]
+def fake_figures(
+    begin: str = t3_follow.BEGIN, end: str = t3_follow.END, suffix: str = ""
+) -> tuple[dict[str, dict[str, float]], str]:
+    """A block's summary table in the docs, t3_follow's by default (the columns named
+    after the backends, each + `suffix`): {figure: {backend: value}}, and when."""
+    block = DOCS.read_text().split(begin, 1)[1].split(end, 1)[0]
     when = block.strip().split(" on ", 1)[0].removeprefix("Measured ")
     table = block.split("\n| figure", 1)[1].split("\n\n", 1)[0].splitlines()
-    names = {"SQLite": "sqlite", "PostgreSQL": "postgres"}
+    names = {"SQLite" + suffix: "sqlite", "PostgreSQL" + suffix: "postgres"}
     header = [c.strip() for c in table[0].split("|")]
     columns = [(i, names[c]) for i, c in enumerate(header) if c in names]
     figures = {}
@@ -505,6 +564,29 @@ def fake_figures() -> tuple[dict[str, dict[str, float]], str]:
         with contextlib.suppress(ValueError):
             figures[cells[1]] = {b: float(cells[i + 1].replace(",", "")) for i, b in columns}
     return figures, when
+
+
+def block_scenarios(begin: str, end: str) -> dict[str, dict[str, int]]:
+    """A block's scenarios: {name: {"rows": n, and, if the block has its table of the
+    scenarios followed alone, "skipped", "events"}}."""
+    block = DOCS.read_text().split(begin, 1)[1].split(end, 1)[0]
+    found: dict[str, dict[str, int]] = {}
+    copies = re.search(r"in turn, each copy under fresh UUIDs: (.*?)\. Times", block)
+    for name, rows in re.findall(r"([\w-]+) ×\d+ \((\d+) rows\)", copies[1] if copies else ""):
+        found[name] = {"rows": int(rows)}
+    if "\n| scenario | T3 rows |" in block:
+        table = block.split("\n| scenario | T3 rows |", 1)[1].split("\n\n", 1)[0]
+        for line in table.splitlines()[2:]:
+            cells = [c.strip().replace(",", "") for c in line.split("|")]
+            if not re.fullmatch(r"[\w-]+", cells[1]):
+                continue  # the totals
+            with contextlib.suppress(ValueError, IndexError):
+                found[cells[1]] = {
+                    "rows": int(cells[2]),
+                    "skipped": int(cells[3]),
+                    "events": int(cells[4]),
+                }
+    return found
 
 
 def lag_of(results: dict) -> list[float]:
@@ -551,14 +633,20 @@ GOALS = {
 }
 
 
-def report(about: str, meta: dict, args, results: dict) -> str:
+def report(about: str, meta: dict, args, results: dict, alone: dict) -> str:
     backends = list(results)
-    fake, fake_when = fake_figures()
-    fake["contract events per T3 row"] = {
-        b: fake["contract events sent/s"][b]
-        / fake["following the log from its first row: T3 rows/s"][b]
-        for b in fake["contract events sent/s"]
-    }
+    first = args.kit == DEFAULT_KIT
+    if first:  # beside the fake database's figures
+        fake, fake_when = fake_figures()
+        fake["contract events per T3 row"] = {
+            b: fake["contract events sent/s"][b]
+            / fake["following the log from its first row: T3 rows/s"][b]
+            for b in fake["contract events sent/s"]
+        }
+        mine_name, theirs_name, ratio_name = "real", "fake", "real / fake"
+    else:  # beside the first build's, as its block has them
+        fake, fake_when = fake_figures(*MARKERS[DEFAULT_KIT], suffix=" real")
+        mine_name, theirs_name, ratio_name = args.kit, DEFAULT_KIT, f"{args.kit} / {DEFAULT_KIT}"
     real = real_figures(results)
     copies = ", ".join(
         f"{name} ×{n} ({meta['scenario_rows'][name]} rows)" for name, n in meta["copies"].items()
@@ -571,14 +659,17 @@ def report(about: str, meta: dict, args, results: dict) -> str:
         or "none"
     )
     lines = [
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {about}.",
+        f"Measured {args.measured} UTC on {about}.",
         "",
-        f"Code: {t3_follow.commit().replace(' (the T3 follower)', '')}. T3: the kit's real "
-        f"server (t3 0.0.30, build {args.build}).",
+        f"Code: {args.code}. T3: the kit's real "
+        f"server (t3 {args.kit}, `{KITS[args.kit].parent.name}/kit`, build {args.build}).",
         "",
-        f"Reproduce: `python bench/t3_real_follow.py --rows {args.rows} --runs {args.runs} "
+        "Reproduce: `python bench/t3_real_follow.py"
+        + ("" if first else f" --kit {args.kit}")
+        + f" --rows {args.rows} --runs {args.runs} "
         f"--backend {args.backend} --lag-samples {args.lag_samples}"
         + ("" if args.watch == "migrated" else f" --watch {args.watch}")
+        + (f" --leave-out {','.join(args.leave_out)}" if args.leave_out else "")
         + "`.",
         "",
         f"State database: {meta['rows']:,} rows, {sum(meta['copies'].values()):,} copies of "
@@ -589,15 +680,22 @@ def report(about: str, meta: dict, args, results: dict) -> str:
         f"{kept}). Batches of {args.batch} rows. Flags judged at {meta['judge_at'][:19]}, "
         "2 h after the last row.",
         "",
-        f"Fake: the figures of bench/t3_follow.py's block above (measured {fake_when}, "
-        "tests/t3/statedb.py's database of 100,026 rows).",
+        (
+            f"Fake: the figures of bench/t3_follow.py's block above (measured {fake_when}, "
+            "tests/t3/statedb.py's database of 100,026 rows)."
+            if first
+            else f"{DEFAULT_KIT}: the figures of the t3 {DEFAULT_KIT} block above "
+            f"(measured {fake_when})."
+        ),
         "",
     ]
+    if args.leave_out:
+        lines += [f"Left out: {', '.join(args.leave_out)} (`--leave-out`).", ""]
     names = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
     header = "| figure (median of the correct runs) |"
     for b in backends:
-        header += f" {names[b]} real | {names[b]} fake | real / fake |"
-    header += " goal | best real / goal |"
+        header += f" {names[b]} {mine_name} | {names[b]} {theirs_name} | {ratio_name} |"
+    header += f" goal | best {mine_name} / goal |"
     lines += [header, "|---" + "|---:" * (header.count("|") - 2) + "|"]
     for label, values in real.items():
         fmt = "{:,.0f}"
@@ -625,6 +723,7 @@ def report(about: str, meta: dict, args, results: dict) -> str:
         for b in backends
     ]
     lines.append("| correct runs | " + " |  |  | ".join(correct) + " |  |  |  |  |")
+    lines += scenario_table(args, meta, alone, first)
     lines += [
         "",
         "Each run:",
@@ -693,22 +792,108 @@ def report(about: str, meta: dict, args, results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """t3_follow's writer under these markers; the first time, a section of its own right
-    after t3_follow's (its hand-written text included), before the next `## `."""
+def scenario_table(args, meta: dict, alone: dict, first: bool) -> list[str]:
+    """Each scenario's own database followed alone: rows, skipped, events; for a later
+    build, beside the first build's (from its block: its table, else its rows)."""
+    theirs = {} if first else block_scenarios(*MARKERS[DEFAULT_KIT])
+    lines = [
+        "",
+        "Each scenario's database followed alone from its first row (SQLite, one source "
+        "each)" + ("" if first else f"; t3 {DEFAULT_KIT}'s from its block") + ":",
+        "",
+        "| scenario | T3 rows | skipped | contract events | events per row |"
+        + ("" if first else f" {DEFAULT_KIT} rows | {DEFAULT_KIT} events per row |"),
+        "|---|---:|---:|---:|---:|" + ("" if first else "---:|---:|"),
+    ]
+    names = list(alone) + [n for n in theirs if n not in alone]
+    for name in names:
+        mine, other = alone.get(name), theirs.get(name, {})
+        cells = ["", "", "", ""]
+        if mine:
+            cells = [
+                f"{mine['rows']:,}",
+                f"{mine['skipped']:,}",
+                f"{mine['events']:,}",
+                f"{mine['events'] / mine['rows']:.2f}" if mine["rows"] else "",
+            ]
+        if not first:
+            cells += [
+                f"{other['rows']:,}" if "rows" in other else "",
+                f"{other['events'] / other['rows']:.2f}" if "events" in other else "",
+            ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if alone:
+        rows = sum(a["rows"] for a in alone.values())
+        events = sum(a["events"] for a in alone.values())
+        skipped = sum(a["skipped"] for a in alone.values())
+        cells = [f"{rows:,}", f"{skipped:,}", f"{events:,}", f"{events / rows:.2f}"]
+        if not first:
+            known = [o for o in theirs.values() if "events" in o]
+            their_rows = sum(o["rows"] for o in theirs.values())
+            cells += [f"{their_rows:,}" if theirs else "", ""]
+            if known:
+                their_events = sum(o["events"] for o in known)
+                cells[-1] = f"{their_events / sum(o['rows'] for o in known):.2f}"
+        lines.append("| all, one of each | " + " | ".join(cells) + " |")
+    both = [n for n in alone if "events" in theirs.get(n, {}) or "rows" in theirs.get(n, {})]
+    if not first and both and len(both) < len(alone):
+        rows = sum(alone[n]["rows"] for n in both)
+        events = sum(alone[n]["events"] for n in both)
+        skipped = sum(alone[n]["skipped"] for n in both)
+        cells = [f"{rows:,}", f"{skipped:,}", f"{events:,}", f"{events / rows:.2f}"]
+        cells.append(f"{sum(theirs[n]['rows'] for n in both):,}")
+        known = [theirs[n] for n in both if "events" in theirs[n]]
+        cells.append(
+            f"{sum(o['events'] for o in known) / sum(o['rows'] for o in known):.2f}"
+            if len(known) == len(both)
+            else ""
+        )
+        lines.append(f"| the {len(both)} both builds play | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_docs(text: str, version: str = DEFAULT_KIT) -> None:
+    """t3_follow's writer under the build's markers. The first time: the first build's
+    block in a section of its own right after t3_follow's (its hand-written text
+    included), before the next `## `; a later build's under a heading of its own at the
+    end of the first build's section (after its hand-written text)."""
+    begin, end = MARKERS[version]
     current = DOCS.read_text()
-    if BEGIN not in current:
-        head, tail = current.split(t3_follow.END, 1)
+    if begin not in current:
+        after = t3_follow.END if version == DEFAULT_KIT else MARKERS[DEFAULT_KIT][1]
+        if after not in current:
+            raise SystemExit(f"docs/benchmarks.md has no {after}: measure {DEFAULT_KIT} first")
+        head, tail = current.split(after, 1)
         cut = tail.find("\n## ")
         cut = len(tail) if cut < 0 else cut
-        section = f"\n\n{HEADING}\n\n{BEGIN}\n{END}\n"
-        DOCS.write_text(head + t3_follow.END + tail[:cut].rstrip("\n") + section + tail[cut:])
-    with mock.patch.multiple(t3_follow, BEGIN=BEGIN, END=END):
+        heading = (
+            HEADING
+            if version == DEFAULT_KIT
+            else SUBHEADING.format(version=version, first=DEFAULT_KIT)
+        )
+        section = f"\n\n{heading}\n\n{begin}\n{end}\n"
+        DOCS.write_text(head + after + tail[:cut].rstrip("\n") + section + tail[cut:])
+    with mock.patch.multiple(t3_follow, BEGIN=begin, END=end):
         t3_follow.write_docs(text)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--kit", choices=sorted(KITS), default=DEFAULT_KIT, help="the real T3 build to play"
+    )
+    parser.add_argument(
+        "--leave-out",
+        type=lambda text: [n for n in text.split(",") if n],
+        default=[],
+        help="scenarios not to copy (comma-separated); said in the block",
+    )
+    parser.add_argument(
+        "--from-results",
+        type=Path,
+        help="write the report of a run's saved results again (e.g. once the first "
+        "build's block, which a later build's is compared with, was measured again)",
+    )
     parser.add_argument("--rows", type=int, default=100_000, help="rows in the state file")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=5000, help="rows per transaction")
@@ -726,7 +911,12 @@ def main() -> None:
     )
     t3_follow.add_service_arguments(parser, redis_db=12)
     args = parser.parse_args()
+    global KIT
+    KIT = KITS[args.kit]
 
+    if args.child == "scenarios":
+        print(json.dumps(child_scenarios(json.loads(args.state))))
+        return
     if args.child == "follow":
         print(json.dumps(child_follow(args.state, args.start, args.batch)))
         return
@@ -736,13 +926,27 @@ def main() -> None:
         print(json.dumps(lag))
         return
 
+    if args.from_results:
+        saved = json.loads(args.from_results.read_text())
+        args = argparse.Namespace(**{**vars(args), **saved["args"]})
+        text = report(saved["about"], saved["meta"], args, saved["results"], saved["alone"])
+        print(text)
+        if not args.no_docs:
+            write_docs(text, args.kit)
+        return
+
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     about = t3_follow.machine(args, backends)
     print(about)
     args.build = kit_build()
-    expected = scenario_flags()
-    state = build_state(args.rows, args.build, played(args.build, list(expected)), expected)
+    expected = scenario_flags(args.kit, args.leave_out)
+    bases = played(args.build, list(expected))
+    state = build_state(args.rows, args.build, bases, expected)
     meta = json.loads(state.with_suffix(".json").read_text())
+    with Store("sqlite", "scenarios", args) as store:
+        states = {name: str(base / "userdata" / "state.sqlite") for name, base in bases.items()}
+        alone = child("scenarios", store, "--state", json.dumps(states))
+    print("alone", json.dumps(alone))
     results: dict[str, dict] = {b: {"runs": [], "rows": meta["rows"]} for b in backends}
     follow = ["--state", str(state), "--batch", str(args.batch)]
     for run in range(1, args.runs + 1):
@@ -759,13 +963,38 @@ def main() -> None:
     for backend in backends:
         with Store(backend, "lag", args) as store:
             results[backend]["lag"] = child(
-                "lag", store, *lag, "--lag-scenarios", args.lag_scenarios, "--watch", args.watch
+                "lag",
+                store,
+                *lag,
+                "--lag-scenarios",
+                args.lag_scenarios,
+                "--watch",
+                args.watch,
+                "--kit",
+                args.kit,
             )
         print(backend, "lag", json.dumps(results[backend]["lag"]))
-    text = report(about, meta, args, results)
+    args.measured = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+    args.code = t3_follow.commit().replace(" (the T3 follower)", "")
+    keep = ("kit", "build", "measured", "code", "rows", "runs", "batch", "backend")
+    keep += ("lag_samples", "lag_interval", "watch", "leave_out")
+    saved = CACHE / args.build / f"results-{args.rows}-{datetime.now(UTC):%Y%m%dT%H%M%S}.json"
+    saved.write_text(
+        json.dumps(
+            {
+                "about": about,
+                "meta": meta,
+                "args": {k: getattr(args, k) for k in keep},
+                "results": results,
+                "alone": alone,
+            }
+        )
+    )
+    print(f"results kept in {saved} (--from-results)")
+    text = report(about, meta, args, results, alone)
     print(text)
     if not args.no_docs:
-        write_docs(text)
+        write_docs(text, args.kit)
 
 
 if __name__ == "__main__":
