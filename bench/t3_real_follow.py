@@ -11,7 +11,7 @@ databases written by the real T3 Code server (a kit beside the clone, by default
    follows it from its first row into a fresh Supervisor database (SQLite, PostgreSQL) in a
    process of its own, like t3_follow's; once per backend, the first run's default (an
    import of the projections). A run in which any copy's tasks lack the open flags
-   tests/t3/test_real_server.py expects for its scenario (judged 2 h after the last row)
+   tests/t3/plays.py expects for its scenario (judged 2 h after the last row)
    is reported and left out of the medians.
 2. Lag on a live server. Supervisor runs as `manage.py up` runs it (a Celery worker of
    concurrency 2 and beat, following every `--lag-interval` s); the kit plays a scenario
@@ -91,9 +91,6 @@ COPY_VERSION = 1  # bump when the copying changes: cached databases are made aga
 PG_PREFIXES = {"0.0.30": "t3rf_bench", "0.0.33": "t3rf33_bench"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 LOG = "orchestration_events"
-# delegate-ws is not in test_real_server's EXPECTED for 0.0.30: delegate's flow, the
-# request sent over the WS API; nothing to flag either. (0.0.33's EXPECTED has it.)
-MORE_EXPECTED = {"delegate-ws": {"the task": []}}
 # Scenarios whose flag opens without time passing: the task (by role) and the flag.
 LAG_FLAGS = {
     "duplicate": ("the second task", "duplicate_delegation"),
@@ -103,17 +100,11 @@ PLAY_ATTEMPTS = 3  # the kit's set-up can time out on a loaded machine
 
 
 def scenario_flags(version: str, leave_out=()) -> dict[str, dict[str, list[str]]]:
-    """scenario -> {task role: open flags}, as tests/t3/test_real_server.py has them for
-    the build `version`, less the scenarios left out."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supervisor.settings")
-    django.setup()
-    from tests.t3.test_real_server import EXPECTED
+    """scenario -> {task role: open flags}, as the tests have them for the build
+    `version` (tests/t3/plays.py), less the scenarios left out."""
+    from tests.t3.plays import EXPECTED
 
     expected = dict(EXPECTED[version])
-    for name, roles in MORE_EXPECTED.items():
-        expected.setdefault(name, roles)
     unknown = set(leave_out) - set(expected)
     if unknown:
         raise SystemExit(f"--leave-out: no such {version} scenario: {', '.join(sorted(unknown))}")
