@@ -555,3 +555,38 @@ def test_a_wake_names_its_tasks_by_its_cohort_where_the_text_names_others():
     [wake] = log.of("wake.queued")
     assert wake["source"]["task"] == TASK
     assert wake["summary"] == "Done."
+
+
+def test_work_a_restart_cancelled_is_finished_cancelled():
+    """Newer builds (facts §3, §7; no build here writes it): restart recovery lists the
+    background work it cancelled on the thread's latest started run."""
+    log = Log()
+    log.run(CHILD, 1, "running", "2026-12-02T10:00:00.000Z")
+    log.row(
+        "provider-thread.updated",
+        {
+            "id": "provider-thread:codex:child",
+            "appThreadId": CHILD,
+            "status": "running",
+            "pendingBackgroundTasks": [
+                {"taskId": "bg-1", "description": "make reindex", "kind": "command"}
+            ],
+            "updatedAt": "2026-12-02T10:00:01.000Z",
+        },
+        stream=CHILD,
+        metadata={"runId": run_of(CHILD, 1)},
+    )
+    [started] = log.of("background.started")
+    log.row(
+        "run.background-work-cancelled",
+        {
+            "runId": run_of(CHILD, 1),
+            "restartCancelledBackgroundWork": [
+                {"kind": "shell", "label": "make reindex", "id": "bg-1"}
+            ],
+            "updatedAt": "2026-12-02T10:05:00.000Z",
+        },
+        stream=CHILD,
+    )
+    [finished] = log.of("background.finished")
+    assert finished == {"thread": CHILD, "item": started["item"], "status": "cancelled"}
