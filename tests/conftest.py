@@ -92,12 +92,18 @@ def _fresh_rate_limits():
 SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"))
 
 
+# Run last: they follow the real T3 plays that CI's background player is still making
+# (tests/t3/plays.py); at the end of the session nothing waits for it.
+LAST = ("tests/t3/test_real_server.py",)
+
+
 def pytest_collection_modifyitems(config, items):
     # Service tests skip only when the variables are unset, never because a server is down.
     skip = pytest.mark.skip(reason="needs DATABASE_URL and CELERY_BROKER_URL")
     for item in items:
         if "services" in item.keywords and not SERVICES:
             item.add_marker(skip)
+    items.sort(key=lambda item: item.nodeid.startswith(LAST))  # stable: the rest keep order
 
 
 def pytest_sessionfinish(session, exitstatus):

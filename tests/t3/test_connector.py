@@ -270,6 +270,28 @@ def test_a_cancel_says_which_queued_run_t3_started_once_the_run_stopped(fake):
     }
 
 
+def test_a_run_that_left_the_queue_but_has_not_started_yet_counts_as_started(fake):
+    """Read the moment T3 takes the next run off the queue (`starting`, no `startedAt`
+    yet): it did start after the stop. A loaded CI machine caught T3 there, and the
+    outcome said no queued run had started."""
+    fake.thread_runs["thread:child"] = projected_runs(
+        (2, "2026-08-12T10:00:00.000Z", "interrupted"),
+        (3, None, "cancelled"),
+        (4, None, "starting"),
+    )
+    action = outgoing(
+        kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None, queued_runs=QUEUED[:1]
+    )
+
+    receipt = t3code(fake.url).perform(action, timeout=5)
+
+    assert receipt.as_json()["notes"] == [
+        f"queued run {QUEUED[0]}: cancelled",
+        "T3 does not hold the child's queue; started after the stop: run "
+        "run:thread:child:ordinal:4 (starting)",
+    ]
+
+
 def test_a_cancel_whose_thread_t3_shows_without_the_run_says_its_queue_is_not_known(fake):
     fake.thread_runs["thread:child"] = projected_runs((4, "2026-08-12T10:00:05.000Z", "running"))
     action = outgoing(kind="cancel", thread_id="thread:child", run_id=RUNNING, text=None)

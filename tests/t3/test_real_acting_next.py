@@ -308,8 +308,15 @@ def test_cancel_of_a_child_with_queued_work_cancels_it_before_stopping_the_held_
     action.refresh_from_db()
     notes = action.response["notes"]
     assert notes[:2] == [f"queued run {run}: cancelled" for run in queued], notes
+    # The outcome names the run T3 took off the queue: started (or starting) once the
+    # held run stopped, or, when T3 had not got to it within the connector's short read,
+    # still queued and about to start. Either is true of that moment; the rows below
+    # prove it then started.
     assert notes[2].startswith(
-        f"T3 does not hold the child's queue; started after the stop: run {late} ("
+        (
+            f"T3 does not hold the child's queue; started after the stop: run {late} (",
+            f"T3 does not hold the child's queue; still queued, and may start: run {late} (",
+        )
     ), notes
 
     def status(run: str) -> tuple:
@@ -324,4 +331,4 @@ def test_cancel_of_a_child_with_queued_work_cancels_it_before_stopping_the_held_
         state, payload = status(run)
         assert state == "cancelled"
         assert json.loads(payload).get("startedAt") is None
-    assert json.loads(status(late)[1]).get("startedAt") is not None
+    assert eventually(lambda: json.loads(status(late)[1]).get("startedAt"), bool)

@@ -37,6 +37,7 @@ from . import settings as t3_settings
 DISPATCH = "orchestration.dispatchCommand"
 PROJECTION = "orchestration.getThreadProjection"
 UNDER_WAY = ("queued", "preparing", "starting", "running")  # run statuses not yet ended
+LEAVING_QUEUE = ("preparing", "starting")  # on the way to running, not started yet
 DETAIL_LIMIT = 2000
 
 
@@ -155,12 +156,17 @@ class T3CodeConnector(Connector):
             stopped = runs.get(outgoing.run_id or "", {})
             # T3 runs one run of a thread at a time: what started after the stopped run
             # did, started once it stopped (it may have ended since).
+            # A run taken off the queue and not yet started (`preparing`, `starting`)
+            # is starting now: caught in that moment, it too started after the stop.
             started = [
                 run
                 for run in runs.values()
                 if run["id"] != outgoing.run_id
-                and run.get("startedAt")
-                and str(run["startedAt"]) > str(stopped.get("startedAt") or "")
+                and (
+                    str(run["startedAt"]) > str(stopped.get("startedAt") or "")
+                    if run.get("startedAt")
+                    else run.get("status") in LEAVING_QUEUE
+                )
             ]
             waiting = [run for run in runs.values() if run.get("status") == "queued"]
             settled = stopped.get("status") not in UNDER_WAY and not waiting
