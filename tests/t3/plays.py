@@ -1,5 +1,5 @@
 """The real T3 kits' scenarios, played once per CI run: what each must give, and the
-player that keeps each play under the test var dir by the kits' digest.
+player that keeps each play, by the kits' digest, in a temporary folder of the clone.
 
 `.ci/run` starts `python -m tests.t3.plays` in the background before the embedded run,
 so the plays (mostly waiting on the scripted provider's delays) overlap other tests;
