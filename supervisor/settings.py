@@ -293,23 +293,41 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 CHANNEL_LAYER_URL = env("CHANNEL_LAYER_URL", "")
-if CHANNEL_LAYER_URL:
+
+
+def redis_channel_layer(url: str) -> dict:
+    """The channel layer on Redis at `url`."""
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # After a Redis restart each pooled connection is stale: without a retry its
-            # first command fails (a live socket refused with a 500); with one, it
-            # reconnects and goes on.
-            "CONFIG": {
-                "hosts": [{"address": CHANNEL_LAYER_URL, "retry_on_error": [RedisConnectionError]}],
-                # A page's socket falls behind during an ingest burst: past this many
-                # waiting frames channels_redis drops them (the default is 100).
-                "capacity": 2000,
-            },
-        }
+    return {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [
+                {
+                    "address": url,
+                    # After a Redis restart each pooled connection is stale: without a
+                    # retry its first command fails (a live socket refused with a 500);
+                    # with one, it reconnects and goes on.
+                    "retry_on_error": [RedisConnectionError],
+                    # A socket waits on its channel with BZPOPMIN, 5 s at a time
+                    # (channels_redis's brpop_timeout). redis-py's read timeout was 5 s
+                    # too: an idle socket raced the two and was closed every 10 to 30 s.
+                    # Reads get the block plus ample slack; a Redis that went silent is
+                    # still noticed within seconds.
+                    "socket_timeout": 20,
+                    "socket_connect_timeout": 5,
+                    "socket_keepalive": True,
+                }
+            ],
+            # A page's socket falls behind during an ingest burst: past this many
+            # waiting frames channels_redis drops them (the default is 100).
+            "capacity": 2000,
+        },
     }
+
+
+if CHANNEL_LAYER_URL:
+    CHANNEL_LAYERS = {"default": redis_channel_layer(CHANNEL_LAYER_URL)}
 else:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 2000}}

@@ -18,12 +18,18 @@ a role change its frames carry the action forms the new role allows.
 Numbers from the client (query `id` and `after`, message `resume`) are ids: a decimal
 integer in 0..2**63-1 (the database's bigint); anything else closes the socket with
 4400. A message that is not a JSON object with `resume` is ignored.
+
+A socket closes only for a reason, with that reason's code, on either channel layer:
+4401 the session ended, 4400 a bad id or message, 4403 a foreign origin (origin.py),
+1013 the channel layer was lost (layer.py). An idle one stays open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import re
 import time
 from urllib.parse import parse_qs
@@ -32,10 +38,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from . import groups
+from .layer import LAYER_ERRORS, LAYER_LOST
 from .notes import notes_after
 from .relay import relay
 from .rendering import MISSING, Page, cached_note, page_of, render_frame, render_note
 from .session import session_digest, session_reads
+
+log = logging.getLogger(__name__)
 
 VIEWS = {"overview", "list", "task", "thread"}
 RESUME_WAIT = 2.0  # seconds to wait for the page's resume message before going live
@@ -63,6 +72,23 @@ def message_id(value) -> int | None:
 
 class LiveConsumer(AsyncWebsocketConsumer):
     ended = False  # the session ended: closed with 4401, nothing more is sent
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        except LAYER_ERRORS as exc:
+            await self.layer_lost(exc)
+
+    async def layer_lost(self, exc: BaseException) -> None:
+        """The channel layer failed under this socket: close it with 1013, which the page
+        retries and resumes from its cursor (layer.py)."""
+        log.warning("live socket closed with %s: the channel layer failed (%s)", LAYER_LOST, exc)
+        self.ended = True
+        with contextlib.suppress(*LAYER_ERRORS):
+            await self._leave_groups()  # best effort: the layer expires them anyway
+        # The client may have gone meanwhile; there is then nobody to tell.
+        with contextlib.suppress(Exception):
+            await self.close(code=LAYER_LOST)
 
     async def connect(self):
         user = self.scope.get("user")

@@ -53,7 +53,7 @@ def render_frame(notes: list[dict], page: Page) -> str | None:
         return None
     tasks = sorted({pk for note in concerning for pk in note["tasks"]})
     flags = [note["flag"] for note in concerning if note["flag"]]
-    return _render(notes[-1]["id"], tasks, flags, page)
+    return _render(notes[0]["id"], notes[-1]["id"], tasks, flags, page)
 
 
 def render_note(note: dict, page: Page) -> str | None:
@@ -82,7 +82,7 @@ def cached_note(note: dict, page: Page):
     return html
 
 
-def _render(change_id: int, tasks: list[int], flags: list[int], page: Page) -> str:
+def _render(first_id: int, change_id: int, tasks: list[int], flags: list[int], page: Page) -> str:
     parts: list[str] = []
     if page.view == "list":
         parts += [row for pk in tasks if (row := fragments.task_row(pk))]
@@ -93,4 +93,4 @@ def _render(change_id: int, tasks: list[int], flags: list[int], page: Page) -> s
     else:
         parts += fragments.overview(page.can_act)
     parts += [fragments.flag_opened(flag) for flag in flags]
-    return fragments.frame(change_id, parts)
+    return fragments.frame(change_id, parts, first_id)

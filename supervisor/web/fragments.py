@@ -32,13 +32,16 @@ def _is_row(part: str) -> bool:
     return part.lstrip()[:3].lower() == "<tr"
 
 
-def frame(change_id: int, parts: list[str]) -> str:
+def frame(change_id: int, parts: list[str], first_id: int | None = None) -> str:
     """One live message: the parts (rows first), the cursor, the open-flag count and how
-    fresh the data is."""
+    fresh the data is. The cursor also names the frame's first change (`data-from`), so a
+    client can tell that no change fell between two frames (bench/live_soak.py does)."""
     ordered = [p.strip() for p in parts if p and _is_row(p)]
     ordered += [p.strip() for p in parts if p and not _is_row(p)]
+    first = int(change_id if first_id is None else first_id)
     ordered.append(
-        f'<div id="live-cursor" data-change="{int(change_id)}" hx-swap-oob="true" hidden></div>'
+        f'<div id="live-cursor" data-change="{int(change_id)}" data-from="{first}" '
+        'hx-swap-oob="true" hidden></div>'
     )
     ordered.append(
         _render("base.html#open_flag_count", {"live": {"open_flags": page_data.open_flag_count()}})

@@ -84,10 +84,13 @@ def test_a_frame_puts_rows_first_and_ends_with_the_cursor_and_count(source, sile
     make_tasks(source, 1)
     row = fragments.task_row(Task.objects.get().pk)
     alerts = fragments.overview(can_act=False)[0]  # a part that is not a row, given first
-    message = fragments.frame(42, [alerts, row])
+    message = fragments.frame(42, [alerts, row], 40)
     assert message.startswith("<tr ")
     assert message.index("<tr ") < message.index('id="overview-alerts"')
-    assert '<div id="live-cursor" data-change="42" hx-swap-oob="true" hidden></div>' in message
+    cursor = (
+        '<div id="live-cursor" data-change="42" data-from="40" hx-swap-oob="true" hidden></div>'
+    )
+    assert cursor in message
     count = Flag.objects.filter(state="open").count()
     assert f'<span id="open-flag-count" data-count="{count}" hidden hx-swap-oob="true">' in message
 

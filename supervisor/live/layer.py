@@ -1,0 +1,17 @@
+"""What a lost channel layer raises, and the code a socket is closed with then.
+
+The in-memory layer cannot be lost; Redis can (restarted, unreachable, silent). A
+socket whose layer failed cannot be told of changes or of its session's end any more:
+it is closed with 1013 ("try again later"), which the page's socket client retries,
+resuming from its cursor, so nothing is missed. One warning line, not a traceback: it
+is an outage of a service, not a fault of this code.
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import RedisError
+
+LAYER_LOST = 1013
+# A pooled connection's socket raises OSError (ConnectionResetError, TimeoutError) when
+# redis-py does not wrap it.
+LAYER_ERRORS = (RedisError, OSError)
