@@ -352,11 +352,13 @@
     setBanner("Live updates are interrupted: reconnecting. Meanwhile this page refreshes every 30 seconds.");
     startPolling();
     // ws.js reconnects by itself after abnormal closes; a server going away (restart,
-    // deploy) closes with 1001, which it does not retry: retry that too.
-    if (code === 1001 && detail.socketWrapper) {
+    // deploy) closes with 1001, and one whose channel layer (Redis) was lost with 4503,
+    // neither of which it retries: retry those too.
+    if ((code === 1001 || code === 4503) && detail.socketWrapper) {
+      var wait = code === 4503 ? 2000 + Math.random() * 3000 : 5000 + Math.random() * 5000;
       window.setTimeout(function () {
         if (socketDown && $("#live")) detail.socketWrapper.reconnect();
-      }, 5000 + Math.random() * 5000);
+      }, wait);
     }
   }
 

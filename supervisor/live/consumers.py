@@ -19,9 +19,13 @@ Numbers from the client (query `id` and `after`, message `resume`) are ids: a de
 integer in 0..2**63-1 (the database's bigint); anything else closes the socket with
 4400. A message that is not a JSON object with `resume` is ignored.
 
+Every KEEP_EVERY seconds a socket joins its groups again (a Redis restart empties them,
+and channels_redis forgets a membership after a day) and, if the relay sent its page a
+frame it never got (a channel over capacity drops frames), catches up from its cursor.
+
 A socket closes only for a reason, with that reason's code, on either channel layer:
 4401 the session ended, 4400 a bad id or message, 4403 a foreign origin (origin.py),
-1013 the channel layer was lost (layer.py). An idle one stays open.
+4503 the channel layer was lost (layer.py). An idle one stays open.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ ID_MAX = 2**63 - 1  # the database's bigint
 ID_DIGITS = re.compile(r"[0-9]{1,19}")
 MESSAGE_MAX = 1024  # characters; the page sends {"resume": N}
 SESSION_ENDED, BAD_REQUEST = 4401, 4400
+KEEP_EVERY = 10.0  # seconds between a socket's re-joins and its check for a lost frame
+KEEP_GRACE = 2.0  # seconds a frame may take from the relay to its socket
 
 
 def query_id(value: str) -> int | None:
@@ -80,15 +86,21 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.layer_lost(exc)
 
     async def layer_lost(self, exc: BaseException) -> None:
-        """The channel layer failed under this socket: close it with 1013, which the page
+        """The channel layer failed under this socket: close it with 4503, on which the page
         retries and resumes from its cursor (layer.py)."""
+        if self.ended:
+            return
         log.warning("live socket closed with %s: the channel layer failed (%s)", LAYER_LOST, exc)
         self.ended = True
-        with contextlib.suppress(*LAYER_ERRORS):
-            await self._leave_groups()  # best effort: the layer expires them anyway
-        # The client may have gone meanwhile; there is then nobody to tell.
+        self._stop_keeping()
+        # At once: the client may have gone meanwhile, and then there is nobody to tell.
         with contextlib.suppress(Exception):
             await self.close(code=LAYER_LOST)
+        # Not through the layer, which would wait out its retries: channels_redis drops
+        # a dead channel's messages and its group memberships expire by themselves.
+        page, self.page, self.groups_joined = self.page, None, []
+        if page is not None:
+            relay.unwatch(page, self.channel_name)
 
     async def connect(self):
         user = self.scope.get("user")
@@ -116,6 +128,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.groups_joined[0], self.channel_name)
         await self.accept()
         relay.ensure_running()
+        self._keeping = asyncio.ensure_future(self.keep())
         if after is not None:
             await self.resume(after)
         else:
@@ -136,10 +149,36 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await relay.leave(self.channel_layer, old, self.channel_name)
 
     async def disconnect(self, code):
+        self._stop_keeping()
         await self._leave_groups()
         timer = getattr(self, "_go_live_later", None)
         if timer is not None:
             timer.cancel()
+
+    def _stop_keeping(self) -> None:
+        keeping = getattr(self, "_keeping", None)
+        if keeping is not None and keeping is not asyncio.current_task():
+            keeping.cancel()
+
+    async def keep(self) -> None:
+        """Rejoin the groups now and then, and catch up on a frame the relay sent this
+        page that never came: a socket never stays open and deaf."""
+        while not self.ended:
+            await asyncio.sleep(KEEP_EVERY)
+            if self.ended or self.page is None:
+                return
+            try:
+                for group in [*self.groups_joined, groups.page(self.page)]:
+                    await self.channel_layer.group_add(group, self.channel_name)
+                if self.live and relay.missed(self.page, self.cursor or 0, KEEP_GRACE):
+                    self.live = False  # frames wait while the catch-up runs
+                    await self.resume(self.cursor or 0)
+            except LAYER_ERRORS as exc:
+                await self.layer_lost(exc)
+                return
+            except Exception as exc:  # the database away: the next round tries again
+                log.warning("live socket: its catch-up failed (%s); trying again", exc)
+                self.live = True
 
     async def _leave_groups(self) -> None:
         joined, self.groups_joined = getattr(self, "groups_joined", []), []
@@ -196,6 +235,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.ended:
             return
         self.ended = True
+        self._stop_keeping()
         await self._leave_groups()
         await self.close(code=SESSION_ENDED)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -49,6 +50,13 @@ class ChangeRelay:
         self._watchers: dict[Page, set[str]] = {}  # the channels of this process's sockets
         self._sending: set[Page] = set()  # the pages of the batch being rendered and sent
         self._leaving: list[tuple[Page, str]] = []  # left during that batch: its frame first
+        self._sent: dict[Page, tuple[int, float]] = {}  # each page's last frame, and when
+
+    def missed(self, page: Page, cursor: int, grace: float) -> bool:
+        """Whether a frame sent to `page` over `grace` seconds ago is past `cursor`: its
+        socket lost it (a channel over capacity, a Redis restart that emptied the groups)."""
+        last, at = self._sent.get(page, (0, 0.0))
+        return last > cursor and time.monotonic() - at > grace
 
     def watch(self, page: Page, channel: str) -> None:
         self._watchers.setdefault(page, set()).add(channel)
@@ -59,6 +67,7 @@ class ChangeRelay:
             channels.discard(channel)
             if not channels:
                 del self._watchers[page]
+                self._sent.pop(page, None)
 
     async def leave(self, layer, page: Page, channel: str) -> None:
         """`channel` no longer shows `page`. A batch already rendered for `page` still goes
@@ -144,6 +153,7 @@ class ChangeRelay:
                     "notes": notes,
                 },
             )
+            self._sent[page] = (notes[-1]["id"], time.monotonic())
 
 
 def _reason(exc: Exception) -> str:

@@ -184,3 +184,29 @@ def test_a_log_out_in_another_tab_ends_the_live_page_with_a_way_back(
     link.click()
     page.wait_for_url("**/login/?next=%2Ftasks%2F")
     expect(page.get_by_label("User name")).to_be_visible()
+
+
+def test_a_socket_closed_because_the_layer_was_lost_reconnects(
+    new_page, live_app, acting_user, source
+):
+    """4503 (the channel layer lost, supervisor/live/layer.py) is a close htmx's ws
+    extension does not retry: the page reconnects by itself and the banner goes."""
+    page = new_page("light")
+    state = {"open": []}
+
+    def route(ws):
+        state["open"].append((ws, ws.connect_to_server()))
+
+    page.route_web_socket(re.compile(r"/ws/live/"), route)
+    log_in(page, acting_user, "/tasks/")
+    wait_for_socket(page)
+    page_side, server_side = state["open"].pop()
+    server_side.close()
+    page_side.close(code=4503, reason="test: the channel layer was lost")
+    banner = page.locator("#connection-status .banner")
+    expect(banner).to_contain_text("Live updates are interrupted")
+    expect(banner).to_have_count(0, timeout=15_000)
+    assert len(state["open"]) == 1, "one reconnection"
+    assert live_app.post_events(source.token, EVENTS)["accepted"] == len(EVENTS)
+    shown = page.locator("#task-rows tr.task-row", has_text="Port the retry loop")
+    expect(shown).to_be_visible(timeout=15_000)

@@ -11,12 +11,15 @@ import logging
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import channel_layers
+from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 
 from supervisor.core.ingest import apply_events
+from supervisor.live import consumers, groups
+from supervisor.live.relay import relay
+from supervisor.live.rendering import page_of
 from tests.faults.services import Redis, missing_tools
-from tests.live.test_consumers import SEED000, frames_until_quiet
+from tests.live.test_consumers import CURSOR, SEED000, frames_until_quiet, latest_change_id
 from tests.live.test_session_follow import CLOSED_4401, live_list_socket, logged_in
 from tests.web.cast import make_user
 
@@ -24,7 +27,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 # Longer than any read timeout of the layer's client, many times over.
 IDLE = 125  # seconds
-CLOSED_1013 = {"type": "websocket.close", "code": 1013}
+CLOSED_4503 = {"type": "websocket.close", "code": 4503}
 
 
 @pytest.mark.services
@@ -79,7 +82,7 @@ def layers_config() -> dict:
     return redis_channel_layer("redis://unused")["CONFIG"]
 
 
-async def test_a_socket_whose_channel_layer_is_lost_closes_with_1013_and_no_traceback(
+async def test_a_socket_whose_channel_layer_is_lost_closes_with_4503_and_no_traceback(
     own_redis_layer, caplog
 ):
     user = await sync_to_async(make_user)("ws-layer-lost", "viewer")
@@ -89,9 +92,31 @@ async def test_a_socket_whose_channel_layer_is_lost_closes_with_1013_and_no_trac
 
     own_redis_layer.stop()
 
-    # 1013 "try again later": the page reconnects and resumes from its cursor.
-    assert await communicator.receive_output(timeout=30) == CLOSED_1013
+    # 4503 "try again": the page reconnects and resumes from its cursor.
+    assert await communicator.receive_output(timeout=30) == CLOSED_4503
     await asyncio.sleep(0.1)
     lost = [r for r in caplog.records if "channel layer" in r.getMessage()]
     assert len(lost) == 1, [r.getMessage() for r in caplog.records]
     assert lost[0].exc_info is None, "one line, no traceback"
+
+
+async def test_a_socket_its_groups_forgot_joins_again_and_catches_up(source, monkeypatch):
+    """What a Redis restart does to every socket, and a channel over capacity to one
+    frame: the socket is not in its page's group when the relay sends. It joins again
+    and gets the change all the same (it stayed open and deaf before)."""
+    monkeypatch.setattr(consumers, "KEEP_EVERY", 0.5)
+    monkeypatch.setattr(consumers, "KEEP_GRACE", 0.2)
+    user = await sync_to_async(make_user)("ws-forgotten", "viewer")
+    _, cookie = await sync_to_async(logged_in)(user)
+    communicator = await live_list_socket(cookie)
+    page = page_of("list", 0, False)
+    layer = get_channel_layer()
+    for channel in list(relay._watchers[page]):
+        await layer.group_discard(groups.page(page), channel)
+
+    await sync_to_async(apply_events)(source, SEED000[:12])
+
+    frames = await frames_until_quiet(communicator, timeout=3)
+    cursors = [int(m.group(1)) for f in frames for m in [CURSOR.search(f)] if m]
+    assert cursors and cursors[-1] == await sync_to_async(latest_change_id)()
+    await communicator.disconnect()
