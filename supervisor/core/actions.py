@@ -33,6 +33,7 @@ from .flags import do_resolve_flag
 from .ingest import do_ingest
 from .loader import load_for_task
 from .models import Action, Flag, IngestedEvent, Run, Source, Task
+from .source_names import internal_source_name
 
 log = logging.getLogger(__name__)
 
@@ -720,7 +721,7 @@ def internal_source(namespace) -> Source:
     source = Source.objects.filter(namespace=namespace, internal=True).first()
     if source is None:
         source, _ = Source.objects.get_or_create(
-            name=f"supervisor@{namespace.name}",
+            name=internal_source_name(namespace.name),
             defaults={
                 "namespace": namespace,
                 "internal": True,
@@ -729,6 +730,13 @@ def internal_source(namespace) -> Source:
                 "token_prefix": "(internal)",
                 "scopes": "",
             },
+        )
+    if not source.internal or source.namespace_id != namespace.pk:
+        # Never record a delivery through it: it would land in the other source's namespace.
+        raise RuntimeError(
+            f"{source.name!r} is a source made by hand (in namespace "
+            f"{source.namespace.name!r}) under the name of the internal source of namespace "
+            f"{namespace.name!r}, which is kept for Supervisor: rename it"
         )
     return source
 
