@@ -93,6 +93,24 @@ def test_failed_log_ins_are_limited_per_address_and_account(client, ann):
 
 
 @override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_spellings_of_one_account_count_as_that_account(client, ann):
+    # Django logs in with the NFKC form of the name: "ａｎｎ" (full width) is ann.
+    for spelling in ["\uff41\uff4e\uff4e", "\uff41nn", " a\uff4en "]:
+        assert _log_in(client, spelling, "wrong").status_code == 200
+    assert _log_in(client, "ann", "right-password-1").status_code == 429
+    assert _log_in(client, "\uff41\uff4e\uff4e", "right-password-1").status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_names_differing_in_case_are_two_accounts_counted_apart(client, ann):
+    # Django tells Ann from ann (a user may hold each name): Ann's failures are Ann's.
+    for _ in range(3):
+        assert _log_in(client, "Ann", "wrong").status_code == 200
+    assert _log_in(client, "ann", "right-password-1").status_code == 302
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
 def test_an_address_trying_many_accounts_is_limited(client, ann):
     for name in ["a", "b", "c", "d", "e"]:
         assert _log_in(client, name, "wrong").status_code == 200

@@ -33,6 +33,7 @@ from .flags import do_resolve_flag
 from .ingest import do_ingest
 from .loader import load_for_task
 from .models import Action, Flag, IngestedEvent, Run, Source, Task
+from .source_names import internal_source_name
 
 log = logging.getLogger(__name__)
 
@@ -453,19 +454,20 @@ def do_request_action(
     previewed: str | None = None,
 ) -> tuple[Action, bool]:
     """Record an action and enqueue it; (action, created). The same idempotency key
-    again returns the first action, however many requests race with it; a second
+    again in the task's namespace returns the first action, however many requests race
+    with it (in another namespace it is a request of its own); a second
     delivery of a run is refused (409). `previewed`, the digest of the preview the
     operator confirmed, must match what would be sent now (else PreviewChanged)."""
     if key is not None:
         check_key(key)
-        existing = _action_with_key(key)
+        existing = _action_with_key(task, key)
         if existing is not None:
             return _same_request(existing, task, kind), False
     preview = preview_action(task, kind, run=run, message=message)
     if preview.refusal:
         # A request with the same key may have won since the look-up above: its action
         # is what was asked for, not a refusal (its delivery is why the preview refuses).
-        existing = _action_with_key(key) if key else None
+        existing = _action_with_key(task, key) if key else None
         if existing is not None:
             return _same_request(existing, task, kind), False
         raise ActionRefused(preview.status, preview.refusal)
@@ -474,6 +476,7 @@ def do_request_action(
     now = clock.now()
     action = Action(
         task=task,
+        namespace_id=task.namespace_id,
         kind=kind,
         run_id=preview.run,
         message=(message or "").strip() or None,
@@ -496,7 +499,7 @@ def do_request_action(
             transaction.on_commit(lambda: _enqueue(action.pk))
     except IntegrityError:
         if key:
-            existing = _action_with_key(key)
+            existing = _action_with_key(task, key)
             if existing is not None:
                 return _same_request(existing, task, kind), False
         if kind == "deliver":
@@ -540,8 +543,10 @@ def do_request_bulk(
     return outcome
 
 
-def _action_with_key(key: str) -> Action | None:
-    return Action.objects.filter(idempotency_key=key).select_related("task").first()
+def _action_with_key(task: Task, key: str) -> Action | None:
+    """The action the key asked for in the task's namespace: keys are each namespace's."""
+    found = Action.objects.filter(namespace_id=task.namespace_id, idempotency_key=key)
+    return found.select_related("task").first()
 
 
 def _same_request(existing: Action, task: Task, kind: str) -> Action:
@@ -720,7 +725,7 @@ def internal_source(namespace) -> Source:
     source = Source.objects.filter(namespace=namespace, internal=True).first()
     if source is None:
         source, _ = Source.objects.get_or_create(
-            name=f"supervisor@{namespace.name}",
+            name=internal_source_name(namespace.name),
             defaults={
                 "namespace": namespace,
                 "internal": True,
@@ -729,6 +734,13 @@ def internal_source(namespace) -> Source:
                 "token_prefix": "(internal)",
                 "scopes": "",
             },
+        )
+    if not source.internal or source.namespace_id != namespace.pk:
+        # Never record a delivery through it: it would land in the other source's namespace.
+        raise RuntimeError(
+            f"{source.name!r} is a source made by hand (in namespace "
+            f"{source.namespace.name!r}) under the name of the internal source of namespace "
+            f"{namespace.name!r}, which is kept for Supervisor: rename it"
         )
     return source
 

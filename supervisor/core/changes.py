@@ -50,6 +50,7 @@ class ChangeKind(models.TextChoices):
     SOURCE_REVOKED = "source.revoked"
     SOURCE_TOKEN_ROTATED = "source.token_rotated"
     SOURCE_CONNECTOR = "source.connector"
+    SOURCE_RENAMED = "source.renamed"  # by a migration: the name is Supervisor's own
     CHANNEL_CREATED = "channel.created"
     CHANNEL_EDITED = "channel.edited"
     CHANNEL_ENABLED = "channel.enabled"

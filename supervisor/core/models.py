@@ -404,6 +404,8 @@ class Action(models.Model):
     STATES = (QUEUED, SENDING, SUCCEEDED, FAILED)
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="actions")
+    # The task's: an idempotency key is unique within it (another namespace's is not a reuse).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=10)
     # deliver: the run whose result is sent; cancel: the child run to stop (if known).
     run_id = models.CharField(max_length=500, null=True)
@@ -418,7 +420,7 @@ class Action(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     actor_name = models.CharField(max_length=200, default="")  # user:NAME | source:NAME
-    idempotency_key = models.CharField(max_length=200, unique=True)
+    idempotency_key = models.CharField(max_length=200)
     state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)
     last_error = models.TextField(null=True)
@@ -438,7 +440,10 @@ class Action(models.Model):
                 fields=["task", "run_id"],
                 condition=Q(kind="deliver", state__in=["queued", "sending", "succeeded"]),
                 name="action_one_delivery",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["namespace", "idempotency_key"], name="action_key_per_namespace"
+            ),
         ]
         indexes = [models.Index(fields=["state", "due_at"], name="action_due")]
 

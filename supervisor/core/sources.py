@@ -11,6 +11,7 @@ from .changes import ChangeKind
 from .connectors import SettingsError
 from .models import Namespace, Source
 from .roles import actor_name
+from .source_names import check_namespace_name, check_source_name
 
 TOKEN_PREFIX = "sup_"
 
@@ -34,7 +35,8 @@ def parse_scopes(text: str) -> str:
 def do_create_source(
     name: str, namespace: str | None = None, scopes: str = "ingest,read", settings=None
 ) -> tuple[Source, str]:
-    """Create a source and return it with its token, which is shown once and never stored."""
+    """Create a source and return it with its token, which is shown once and never stored.
+    Its name is not checked: Supervisor names its own sources (the demo's) so."""
     ns, _ = Namespace.objects.get_or_create(name=namespace or name)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     source = Source.objects.create(
@@ -100,7 +102,10 @@ def do_add_source(
 ) -> tuple[Source, str]:
     """Create a source with a connector binding (and detection `settings`), recorded;
     returns it with its token, which is shown once and never stored. The admin page and
-    `manage.py create_source` create sources so; replays and tests use do_create_source."""
+    `manage.py create_source` create sources so; replays and tests use do_create_source.
+    ReservedName when the name or namespace is one Supervisor keeps for its own."""
+    check_source_name(name)
+    check_namespace_name(namespace or name)
     connector_settings = check_connector(connector, connector_settings or {})
     source, token = do_create_source(name, namespace, scopes, settings=settings)
     if connector:

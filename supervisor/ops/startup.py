@@ -18,6 +18,7 @@ from supervisor.core import clock
 from supervisor.core.flags import do_resolve_flag_by_hand
 from supervisor.core.models import Flag, Source, Task, Thread
 from supervisor.core.roles import ADMIN, do_create_user
+from supervisor.core.source_names import DEMO
 from supervisor.core.sources import (
     check_connector,
     do_create_source,
@@ -26,7 +27,7 @@ from supervisor.core.sources import (
 )
 from supervisor.demo.fleet import DEMO_DETECTION
 
-DEMO_SOURCE = "demo"
+DEMO_SOURCE = DEMO  # a name Supervisor keeps: no source made by hand takes it
 # About 100 s in, the demo's follower stops sending for 75 s: `source_silent` (45 s in
 # the demo) opens and resolves within the first five minutes.
 DEMO_OUTAGE = "100:75"

@@ -14,6 +14,7 @@ from supervisor.core import connectors as registry
 from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.roles import ROLE_WORDS, ROLES
+from supervisor.core.source_names import ReservedName, check_namespace_name, check_source_name
 from supervisor.core.sources import check_connector
 
 DEFAULT_SCOPES = ["ingest", "read"]
@@ -182,12 +183,21 @@ class SourceForm(ConnectorForm):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
+        try:
+            check_source_name(name)
+        except ReservedName as exc:
+            raise forms.ValidationError(str(exc)) from None
         if Source.objects.filter(name=name).exists():
             raise forms.ValidationError(f"a source named {name!r} exists already")
         return name
 
     def clean_namespace(self) -> str:
-        return self.cleaned_data["namespace"].strip()
+        namespace = self.cleaned_data["namespace"].strip()
+        try:
+            check_namespace_name(namespace)
+        except ReservedName as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return namespace
 
 
 class UserForm(AdminForm):

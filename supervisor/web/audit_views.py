@@ -60,6 +60,7 @@ VERBS = {
     "source.revoked": "Revoked the token of source",
     "source.token_rotated": "Rotated the token of source",
     "source.connector": "Set the connector of source",
+    "source.renamed": "Renamed source",
     "channel.created": "Created alert channel",
     "channel.edited": "Edited alert channel",
     "channel.enabled": "Enabled alert channel",
@@ -150,6 +151,10 @@ def entry(change: Change, task_pks: dict, can_administer: bool) -> dict:
         subject(reverse("web:admin-sources") if can_administer else None)
         if change.kind == "source.connector":
             what.append(("text", f"to {payload.get('connector') or 'none'}", None))
+        elif change.kind == "source.renamed":
+            what.append(
+                ("text", f"(was {payload.get('previous', '?')}: {payload.get('why')})", None)
+            )
         elif change.kind == "source.created":
             what.append(("text", f"with scopes {payload.get('scopes', '?')}", None))
     elif family == "channel":

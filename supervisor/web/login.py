@@ -11,18 +11,21 @@ from supervisor import rate_limit
 from supervisor.client_address import client_address
 
 
-def _account(request) -> str:
-    return request.POST.get("username", "")[:150].strip().lower()
-
-
 class RateLimitedLoginView(LoginView):
     # FormView would take PUT as a POST.
     http_method_names = ["get", "head", "post", "options"]
 
+    def _account(self) -> str:
+        """The account the log-in names, as Django looks it up: the form's username field
+        strips it and takes its NFKC form (so "ａｎｎ" is ann), and keeps its case (Ann
+        and ann may be two users)."""
+        field = self.get_form_class()(self.request).fields["username"]
+        return field.to_python(self.request.POST.get("username", ""))
+
     def _limits(self):
         address = client_address(self.request)
         return [
-            ("login", f"{address}|{_account(self.request)}", rate_limit.configured("login")),
+            ("login", f"{address}|{self._account()}", rate_limit.configured("login")),
             ("login_address", address, rate_limit.configured("login_address")),
         ]
 

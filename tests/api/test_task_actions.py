@@ -97,6 +97,29 @@ def test_an_idempotency_key_returns_the_first_action(client, acting):
     assert Action.objects.count() == 1
 
 
+def test_an_idempotency_key_used_for_another_action_is_409(client, acting):
+    key = {"Idempotency-Key": "abc"}
+    first = post(client, actions_url(TASK), {"kind": "continue"}, acting.token, **key)
+    assert first.status_code == 202
+    again = post(client, actions_url(TASK), {"kind": "cancel"}, acting.token, **key)
+    assert again.status_code == 409 and "used for another action" in again.json()["error"]
+    assert Action.objects.count() == 1
+
+
+def test_an_idempotency_key_is_its_namespace_s_alone(client, acting, receiver):
+    # Another installation, in a namespace of its own, happens to use the same key.
+    other = bound_source("t3-elsewhere", receiver.url)
+    load(other, SEED000)
+    answers = [
+        post(client, actions_url(TASK), {"kind": "continue"}, s.token, **{"Idempotency-Key": "abc"})
+        for s in (acting, other, other)
+    ]
+    assert [a.status_code for a in answers] == [202, 202, 202], answers[1].content
+    first, theirs, again = (a.json()["id"] for a in answers)
+    assert first != theirs == again  # a fresh request there, then the same one retried
+    assert Action.objects.get(pk=theirs).task.namespace_id == other.namespace_id
+
+
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [

@@ -252,16 +252,23 @@ def test_a_closed_port_is_a_retryable_connection_error():
     assert str(caught.value) == f"could not connect to {url}: Connection refused"
 
 
-def test_connection_errors_do_not_show_credentials_or_query_strings():
+def test_connection_errors_do_not_show_query_strings():
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-        url = f"http://user:pw@127.0.0.1:{port}/hook?token=hunter2"
+        url = f"http://127.0.0.1:{port}/hook?token=hunter2"
 
         with pytest.raises(ConnectorError) as caught:
             webhook(url).perform(outgoing(), timeout=5)
 
-    assert "pw" not in str(caught.value) and "hunter2" not in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_url_with_credentials_is_refused_without_showing_them():
+    with pytest.raises(SettingsError) as caught:
+        webhook("http://user:hunter2@127.0.0.1:9/hook")
+
+    assert "hunter2" not in str(caught.value)
 
 
 # --- the connection test: a signed probe ---------------------------------------------
@@ -393,6 +400,18 @@ def test_settings_get_their_defaults():
             "headers: 'X A' is not a valid header name",
         ),
         ({"url": "http://a", "secret": SECRET, "timout": 5}, "timout: is not a webhook setting"),
+        (
+            {"url": "https://bot:pw@example.com/h", "secret": SECRET},
+            "url: must not carry credentials",
+        ),
+        (
+            {"url": "http://a", "secret": SECRET, "headers": {"X-Team": "agents \u2603"}},
+            "headers: the value of X-Team holds U+2603, which a header value cannot carry",
+        ),
+        (
+            {"url": "http://a", "secret": SECRET, "headers": {"X-Team": "a\x00b"}},
+            "headers: the value of X-Team holds the control character U+0000",
+        ),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(settings, message):

@@ -32,8 +32,8 @@ def test_sources_share_a_namespace_when_told():
 
 
 def test_detection_overrides_are_kept():
-    create("demo", "--detection", '{"stuck_after": 120, "delivery_grace": 10}')
-    assert Source.objects.get(name="demo").settings == {"stuck_after": 120, "delivery_grace": 10}
+    create("fleet", "--detection", '{"stuck_after": 120, "delivery_grace": 10}')
+    assert Source.objects.get(name="fleet").settings == {"stuck_after": 120, "delivery_grace": 10}
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,22 @@ def test_detection_overrides_are_kept():
 def test_bad_arguments_are_clear_errors(args, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         create(*args)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["supervisor@prod", "--namespace", "evil"], "'supervisor@prod' is reserved: names"),
+        (["Supervisor@prod"], "'Supervisor@prod' is reserved: names starting with"),
+        (["\uff53upervisor@prod"], "is reserved: names starting with 'supervisor@'"),
+        (["demo"], "'demo' is reserved for the simulated fleet's source"),
+        (["fleet", "--namespace", "Demo"], "'Demo' is reserved for the simulated fleet"),
+    ],
+)
+def test_names_supervisor_keeps_for_its_own_sources_are_refused(args, message):
+    with pytest.raises(CommandError, match=message):
+        create(*args)
+    assert not Source.objects.exists()
 
 
 def test_a_name_is_taken_once():

@@ -97,6 +97,7 @@ def new_flag(task, state: str, *, resolved_at=None, suppressed=False, kind="stal
 def new_action(task, key: str, kind: str, state: str, finished_at=None) -> Action:
     return Action.objects.create(
         task=task,
+        namespace_id=task.namespace_id,
         kind=kind,
         run_id=f"run:{key}",
         idempotency_key=key,

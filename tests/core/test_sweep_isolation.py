@@ -86,7 +86,12 @@ def test_the_steps_after_the_subjects_still_run(fleet, bad_subject):
     Source.objects.filter(pk=quiet.pk).update(last_event_at=NOW - timedelta(hours=1))
     task = Task.objects.get(task_id=STALE)
     lost = Action.objects.create(
-        task=task, kind="cancel", idempotency_key="lost", state="sending", due_at=NOW
+        task=task,
+        namespace_id=task.namespace_id,
+        kind="cancel",
+        idempotency_key="lost",
+        state="sending",
+        due_at=NOW,
     )
     sweep_at(NOW + timedelta(seconds=1))
     assert Flag.objects.filter(kind="source_silent", subject_id="quiet", state="open").exists()
@@ -119,7 +124,12 @@ def test_a_step_that_raises_is_recorded_and_the_next_step_runs(fleet, monkeypatc
     monkeypatch.setattr(sweep_module, "evaluate_sources", broken)
     task = Task.objects.get(task_id=STALE)
     lost = Action.objects.create(
-        task=task, kind="cancel", idempotency_key="lost", state="queued", due_at=NOW
+        task=task,
+        namespace_id=task.namespace_id,
+        kind="cancel",
+        idempotency_key="lost",
+        state="queued",
+        due_at=NOW,
     )
     sweep_at(NOW + timedelta(seconds=1))
     failure = SweepFailure.objects.get(subject_type="step")

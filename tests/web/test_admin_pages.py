@@ -104,6 +104,24 @@ def test_a_source_with_a_taken_name_is_a_form_error(admin_client, source):
     assert Source.objects.count() == 1
 
 
+@pytest.mark.parametrize(
+    ("name", "namespace", "field", "message"),
+    [
+        ("supervisor@ci", "", "name", "is reserved: names starting with"),
+        ("ci", "demo", "namespace", "is reserved for the simulated fleet"),
+    ],
+)
+def test_a_name_supervisor_keeps_is_a_form_error(admin_client, name, namespace, field, message):
+    response = admin_client.post(
+        "/admin/sources/new/",
+        {"name": name, "namespace": namespace, "scopes": ["ingest"], "connector": ""},
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert message in html and f'id="id_{field}_error"' in html
+    assert not Source.objects.exists()
+
+
 def test_no_scope_ticked_is_a_form_error(admin_client):
     response = create_source(admin_client, scopes=[])
     assert response.status_code == 200

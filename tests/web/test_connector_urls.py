@@ -62,6 +62,9 @@ def test_the_sources_list_and_the_connection_test_show_no_credential(admin_clien
 
 
 def test_the_masked_settings_posted_back_keep_the_stored_url(admin_client, hooked):
+    # Credentials before the host are refused now (they cannot work): the query's stay.
+    workable = {**WEBHOOK, "url": URL.replace("hook-user:hook-pass-3141@", "")}
+    Source.objects.filter(pk=hooked.pk).update(connector_settings=workable)
     settings = shown_settings(admin_client.get(f"/admin/sources/{hooked.pk}/"))
     answer = admin_client.post(
         f"/admin/sources/{hooked.pk}/connector/",
@@ -69,7 +72,19 @@ def test_the_masked_settings_posted_back_keep_the_stored_url(admin_client, hooke
     )
     assert answer.status_code == 302
     hooked.refresh_from_db()
-    assert hooked.connector_settings == {**WEBHOOK, "timeout": 7}
+    assert hooked.connector_settings == {**workable, "timeout": 7}
+
+
+def test_stored_credentials_before_the_host_are_refused_when_posted_back(admin_client, hooked):
+    settings = shown_settings(admin_client.get(f"/admin/sources/{hooked.pk}/"))
+    page = admin_client.post(
+        f"/admin/sources/{hooked.pk}/connector/",
+        {"connector": "webhook", "connector_settings": json.dumps(settings)},
+    )
+    assert "url: must not carry credentials" in page.content.decode()
+    assert_no_credential(page)
+    hooked.refresh_from_db()
+    assert hooked.connector_settings == WEBHOOK
 
 
 def test_a_masked_url_edited_by_hand_is_refused_and_the_stored_one_kept(admin_client, hooked):

@@ -45,3 +45,24 @@ def test_an_operator_may_not_run_the_test(client, source):
         bound(source, receiver.url)
         assert client.post(f"/admin/sources/{source.pk}/test/").status_code == 403
     assert receiver.attempts == 0
+
+
+@pytest.mark.parametrize(
+    ("stored", "named"),
+    [
+        ({"headers": {"X-Team": "agents \u2603"}}, "the value of X-Team holds U+2603"),
+        ({"url": "http://bot:pw@127.0.0.1:9/"}, "url: must not carry credentials"),
+    ],
+)
+def test_stored_settings_that_cannot_work_are_a_clear_error(client, source, stored, named):
+    # Stored before the check refused them: the test says what is wrong with them.
+    source.connector = "webhook"
+    source.connector_settings = {"url": "http://127.0.0.1:9/", "secret": SECRET, **stored}
+    source.save()
+    login_as(client, ADMIN)
+    response = client.post(f"/admin/sources/{source.pk}/test/", follow=True)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Connection test of orchestrator failed: source &#x27;orchestrator&#x27;" in html
+    assert named in html
+    assert "pw" not in html.split("failed:")[1].split("</")[0]

@@ -8,6 +8,7 @@ Example: `{"url": "https://hooks.example.com/supervisor", "secret": "0123456789a
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,6 +50,12 @@ class WebhookSettings(BaseModel):
             raise ValueError("names no host")
         if any(c.isspace() for c in url):
             raise ValueError("must not contain spaces")
+        if parts.username is not None or parts.password is not None:
+            # urllib would take them for part of the host; a header carries credentials.
+            raise ValueError(
+                "must not carry credentials (user:password@): "
+                "send them in a header, such as Authorization"
+            )
         return url
 
     @field_validator("secret")
@@ -79,7 +86,25 @@ class WebhookSettings(BaseModel):
             # A line break in a value would let settings smuggle in another header.
             if "\r" in value or "\n" in value:
                 raise ValueError(f"the value of {name} must not contain a line break")
+            problem = _unsendable(value)
+            if problem:
+                raise ValueError(f"the value of {name} holds {problem}")
         return headers
+
+
+def _unsendable(value: str) -> str | None:
+    """What in a header value cannot be sent, or None: http.client sends header values
+    as Latin-1 (RFC 9110 field values), and a control character other than a tab is
+    not part of one."""
+    for char in value:
+        if ord(char) > 0xFF:
+            return (
+                f"U+{ord(char):04X}, which a header value cannot carry "
+                "(it is sent as Latin-1): use ASCII characters"
+            )
+        if char != "\t" and unicodedata.category(char) == "Cc":
+            return f"the control character U+{ord(char):04X}"
+    return None
 
 
 def check_settings(settings: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.snapshot import DetectionSettings
+from supervisor.core.source_names import ReservedName
 from supervisor.core.sources import ScopeError, check_connector, do_add_source
 
 
@@ -55,7 +56,7 @@ class Command(BaseCommand):
             source, token = do_add_source(
                 name, namespace, scopes, connector, bound, settings=overrides
             )
-        except ScopeError as exc:
+        except (ScopeError, ReservedName) as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(
             f"Source {source.name!r} in namespace {source.namespace.name!r}, "
