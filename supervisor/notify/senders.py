@@ -1,5 +1,6 @@
 """One attempt to send one message over one channel: Apprise for URLs, Django's mail
-backend for addresses. Failures are raised as SendError, saying whether a retry can help."""
+backend for addresses. Failures are raised as SendError, saying whether a retry can help.
+Texts that go into a header pass `header_text` first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from .escaping import as_sent_to
+from .headers import header_text
 from .models import Channel
 
 KEY_HEADER = "X-Supervisor-Key"
@@ -23,9 +25,9 @@ class SendError(Exception):
 
 def send(channel: Channel, key: str, subject: str, body: str, *, timeout: float) -> None:
     if channel.kind == Channel.EMAIL:
-        _send_email(channel, key, subject, body)
+        _send_email(channel, header_text(key), header_text(subject), body)
     elif channel.kind == Channel.APPRISE:
-        _send_apprise(channel, subject, body, timeout)
+        _send_apprise(channel, header_text(subject), body, timeout)
     else:
         raise SendError(f"unknown channel kind {channel.kind!r}", retryable=False)
 
@@ -56,7 +58,7 @@ def _send_email(channel: Channel, key: str, subject: str, body: str) -> None:
     if not addresses:
         raise SendError(f"channel {channel.name}: no addresses", retryable=False)
     message = EmailMessage(
-        subject=subject.replace("\n", " ")[:200],
+        subject=subject,
         body=body,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=addresses,
