@@ -4,6 +4,7 @@ the message, which was then retried for ever; an escape, a Unicode line separato
 direction override would reach the reader's mail client. Checked on a real SMTP
 receiver on loopback."""
 
+import json
 import unicodedata
 from datetime import timedelta
 from email.header import decode_header, make_header
@@ -18,7 +19,7 @@ from supervisor.notify.models import Channel, Notification, Route
 from supervisor.notify.senders import send
 from tests.factories import task_events
 from tests.notify.conftest import T0, open_flag
-from tests.notify.receivers import SmtpReceiver
+from tests.notify.receivers import HttpReceiver, SmtpReceiver
 
 # What an agent may put in a title (the contract refuses NUL and lone surrogates, which
 # the database cannot hold; those are checked at the sender below).
@@ -59,23 +60,35 @@ def subject_of(headers: dict) -> str:
 
 
 @pytest.mark.parametrize("hostile", HOSTILE.values(), ids=HOSTILE.keys())
-def test_an_email_alert_for_a_title_with_control_characters_is_sent_as_one_line(
-    source, smtp, hostile
-):
-    apply_events(source, task_events(0, title=f"Fix{hostile}login"))
-    channel = Channel.objects.create(name="mail", kind="email", target="ops@example.com")
-    Route.objects.create(channel=channel, group_window=30)
-    open_flag(source, 0, T0)
-    close_windows(T0 + timedelta(seconds=31))
-    (note,) = Notification.objects.all()
-    assert notifications.perform(note.pk) == "sent", Notification.objects.get(pk=note.pk).last_error
+def test_an_alert_for_a_title_with_control_characters_is_sent_as_one_line(source, smtp, hostile):
+    events = task_events(0, title=f"Fix{hostile}login")
+    for event in events:
+        if event["type"] == "run.finished":  # the result snippet goes in the body only
+            event["data"]["summary"] = f"done{hostile}really"
+    apply_events(source, events)
+    with HttpReceiver() as http:
+        channels = [
+            Channel.objects.create(name="mail", kind="email", target="ops@example.com"),
+            Channel.objects.create(
+                name="json", kind="apprise", target=f"json://127.0.0.1:{http.port}/hook"
+            ),
+        ]
+        for channel in channels:
+            Route.objects.create(channel=channel, group_window=30)
+        open_flag(source, 0, T0)
+        close_windows(T0 + timedelta(seconds=31))
+        for note in Notification.objects.all():
+            sent = notifications.perform(note.pk)
+            assert sent == "sent", Notification.objects.get(pk=note.pk).last_error
     (headers,) = smtp.headers
     assert "Bcc" not in headers
-    for name, value in headers.items():
+    for name, value in [*headers.items(), *http.headers[0].items()]:
         assert controls_in(value.replace("\r\n ", " ")) == [], name  # folding aside
     subject = subject_of(headers)
     assert controls_in(subject) == []
     assert subject.startswith("[critical] Stale result handed on: Fix") and "login 0" in subject
+    (title,) = [json.loads(raw)["title"] for raw in http.raw]
+    assert title == subject
 
 
 def test_nul_and_lone_surrogates_never_reach_a_header(smtp):
