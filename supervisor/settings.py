@@ -401,14 +401,17 @@ SUPERVISOR_RETENTION = {
 
 # Notifications, in seconds: one send's timeout; the lease a worker holds while sending;
 # how long a pending message waits for its Celery message before the sweep enqueues it;
-# backoff doubling from `backoff` up to `max_backoff` (a failing send is never given
-# up); how long the acknowledge/snooze links in messages stay valid.
+# backoff doubling from `backoff` up to `max_backoff`, for at most `max_attempts` sends
+# (then the message is failed, until an admin sends it again); how long the
+# acknowledge/snooze links in messages stay valid.
 SUPERVISOR_NOTIFY = {
     "timeout": env_int("SUPERVISOR_NOTIFY_TIMEOUT", 10),
     "lease": env_int("SUPERVISOR_NOTIFY_LEASE", 60),
     "queue_grace": env_int("SUPERVISOR_NOTIFY_QUEUE_GRACE", 30),
     "backoff": env_int("SUPERVISOR_NOTIFY_BACKOFF", 5),
     "max_backoff": env_int("SUPERVISOR_NOTIFY_MAX_BACKOFF", 900),
+    # With the backoff above: about four hours of trying before a message is failed.
+    "max_attempts": env_int("SUPERVISOR_NOTIFY_MAX_ATTEMPTS", 24),
     "link_max_age": env_int("SUPERVISOR_NOTIFY_LINK_MAX_AGE", 24 * 3600),
 }
 # Links in messages point here.
@@ -430,6 +433,7 @@ MAILERS = {
 }
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "supervisor@localhost")
 
+_log_level = env("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -443,6 +447,13 @@ LOGGING = {
             "filters": ["one_line_for_client_errors", "redact"],
         }
     },
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "root": {"handlers": ["console"], "level": _log_level},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # The outbox reads a refusal's HTTP status from the warnings Apprise captures
+        # per send (notify/senders.py): they are kept whatever LOG_LEVEL says.
+        "apprise": {
+            "level": "WARNING" if _log_level.upper() in ("ERROR", "CRITICAL") else _log_level
+        },
+    },
 }

@@ -42,6 +42,7 @@ class ChangeKind(models.TextChoices):
     NOTIFICATION_QUEUED = "notification.queued"
     NOTIFICATION_SENT = "notification.sent"
     NOTIFICATION_FAILING = "notification.failing"
+    NOTIFICATION_FAILED = "notification.failed"
     NOTIFICATION_RETRY = "notification.retry"
     # Admin changes.
     USER_CREATED = "user.created"

@@ -13,6 +13,7 @@ NOTIFICATION_STATES = (
     Notification.SENDING,
     Notification.SENT,
     Notification.FAILING,
+    Notification.FAILED,
 )
 
 
@@ -22,6 +23,7 @@ def notifications_family() -> Family:
     return Family(
         "supervisor_notifications",
         "gauge",
-        "Alert messages in the outbox, by state (failing ones are retried, never dropped).",
+        "Alert messages in the outbox, by state (failing ones are retried; failed ones wait "
+        "for an admin to send them again).",
         [({"state": state}, n) for state, n in counts.items()],
     )

@@ -103,7 +103,9 @@ class FlagAlert(models.Model):
 class Notification(models.Model):
     """The outbox: one row per message, sent at least once by a worker. `key` is stable
     per message, so the outbox never writes a message twice and receivers can drop
-    repeats. A failed send stays `failing` and is retried with backoff, never dropped."""
+    repeats. A failed send stays `failing` and is retried with backoff, a bounded number
+    of times; a message that cannot be sent (a permanent error), or whose attempts are
+    spent, is `failed` with its reason in `last_error`, until an admin sends it again."""
 
     OPENED, GROUPED, RENOTIFY, ESCALATION, TEST = (
         "opened",
@@ -112,7 +114,7 @@ class Notification(models.Model):
         "escalation",
         "test",
     )
-    PENDING, SENDING, SENT, FAILING = "pending", "sending", "sent", "failing"
+    PENDING, SENDING, SENT, FAILING, FAILED = "pending", "sending", "sent", "failing", "failed"
 
     key = models.CharField(max_length=200, unique=True)
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="notifications")

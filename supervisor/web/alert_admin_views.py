@@ -1,6 +1,7 @@
 """The alert admin pages: channels (with a test send), routes, and the outbox of
-notifications (with "retry now"). Admins only, as the other admin pages: forms post
-and redirect with a message. A channel's target is a secret: only `masked()` is shown."""
+notifications (with "retry now", and "send again" for a failed one). Admins only, as
+the other admin pages: forms post and redirect with a message. A channel's target is a
+secret: only `masked()` is shown."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from supervisor.core import clock
 from supervisor.notify.channels import do_send_test
 from supervisor.notify.edits import do_save_channel, do_save_route, do_set_channel_enabled
 from supervisor.notify.models import Channel, Notification, Route
-from supervisor.notify.outbox import do_retry_now
+from supervisor.notify.outbox import RETRYABLE, do_retry_now
 
 from .admin_views import administer_required
 from .alert_forms import ChannelForm, RouteForm
@@ -25,6 +26,7 @@ NOTIFICATION_STATES = (
     Notification.SENDING,
     Notification.SENT,
     Notification.FAILING,
+    Notification.FAILED,
 )
 
 # --- channels -----------------------------------------------------------------------
@@ -159,7 +161,7 @@ def notifications(request):
             "notes": page,
             "state": state,
             "states": NOTIFICATION_STATES,
-            "retryable": (Notification.PENDING, Notification.FAILING),
+            "retryable": RETRYABLE,
             "page_size": NOTIFICATION_PAGE,
         },
     )
@@ -169,8 +171,10 @@ def notifications(request):
 @require_POST
 def notification_retry(request, pk: int):
     note = get_object_or_404(Notification, pk=pk)
+    was = note.state
     if do_retry_now(note, clock.now()):
-        messages.success(request, f"Notification {note.key} is due now and was enqueued.")
+        again = " with all its attempts back" if was == Notification.FAILED else ""
+        messages.success(request, f"Notification {note.key} is due now{again} and was enqueued.")
     else:
         messages.error(
             request, f"Notification {note.key} is {note.state}: there is nothing to retry."

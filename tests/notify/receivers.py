@@ -39,11 +39,14 @@ class Captured:
 
 class HttpReceiver(Captured):
     """Answers 200 to every POST (or `status`), after `hold()` keeps the next request
-    open until `release()`."""
+    open until `release()`; a path in `redirects` is answered with its (status,
+    Location) instead. `headers` keeps each request's headers."""
 
     def __init__(self):
         super().__init__()
         self.paths: list[str] = []
+        self.headers: list[dict] = []
+        self.redirects: dict[str, tuple[int, str]] = {}
         self.status = 200
         self.accepted = threading.Event()
         self._hold = False
@@ -80,6 +83,14 @@ def _handler(receiver: HttpReceiver):
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             receiver.paths.append(self.path)
+            receiver.headers.append(dict(self.headers.items()))
+            if self.path in receiver.redirects:
+                status, location = receiver.redirects[self.path]
+                self.send_response(status)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             status = receiver.status
             if status == 200:
                 receiver.take(body.decode("utf-8", "replace"))

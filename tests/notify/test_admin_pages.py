@@ -169,6 +169,25 @@ def test_the_outbox_lists_a_failing_row_and_retry_now_makes_it_due(admin_client)
     assert failing.due_at <= clock.now() and failing.state == Notification.FAILING
 
 
+def test_the_outbox_shows_a_failed_row_with_its_reason_and_sends_it_again(admin_client):
+    channel = Channel.objects.create(name="ops", kind="apprise", target="json://h/x")
+    reason = "channel ops: the service answered a redirect (HTTP 302), which is not followed"
+    failed = _note(channel, "k:failed", Notification.FAILED, attempts=1, last_error=reason)
+    _note(channel, "k:failing", Notification.FAILING, attempts=2, last_error="HTTP 503")
+    html = admin_client.get("/admin/notifications/?state=failed").content.decode()
+    assert "k:failed" in html and "k:failing" not in html
+    assert "answered a redirect (HTTP 302)" in html
+    assert "Send again<span" in html and "Retry now<span" not in html
+    assert '<option value="failed" selected>' in html
+    response = admin_client.post(
+        f"/admin/notifications/{failed.pk}/retry/", {"state": "failed"}, follow=True
+    )
+    assert "is due now with all its attempts back and was enqueued" in response.content.decode()
+    failed.refresh_from_db()
+    assert (failed.state, failed.attempts) == (Notification.PENDING, 0)
+    assert failed.due_at <= clock.now()
+
+
 def test_retry_now_leaves_a_row_being_sent_alone(admin_client):
     channel = Channel.objects.create(name="ops", kind="apprise", target="json://h/x")
     lease = clock.now() + timedelta(seconds=60)
@@ -198,6 +217,7 @@ def test_every_control_on_the_alert_pages_has_a_label(admin_client):
     channel = Channel.objects.create(name="ops", kind="apprise", target="json://h/x")
     route = Route.objects.create(channel=channel)
     _note(channel, "k:pending", Notification.PENDING)
+    _note(channel, "k:failed", Notification.FAILED, last_error="HTTP 404")
     pages = [
         *PAGES,
         "/admin/channels/new/",
