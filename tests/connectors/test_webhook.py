@@ -6,16 +6,27 @@ import json
 import socket
 import threading
 import time
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 import pytest
 
 from supervisor.connectors.webhook import signing
 from supervisor.connectors.webhook.connector import WebhookConnector
+from supervisor.core import actions, clock
+from supervisor.core.actions import do_request_action
 from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError
+from supervisor.core.ingest import apply_events
+from supervisor.core.models import Task
+from supervisor.core.sources import do_create_source
+from supervisor.jobs import operator_actions
+from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 
 SECRET = "0123456789abcdef"
+SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
+SEED000_TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
+UNTIL = datetime.fromisoformat(SEED000["until"].replace("Z", "+00:00"))
 
 
 def outgoing(**changes) -> Outgoing:
@@ -140,6 +151,43 @@ def test_distinct_keys_are_distinct_deliveries(receiver):
     connector.perform(outgoing(idempotency_key="b"), timeout=5)
 
     assert len(receiver.deliveries) == 2
+
+
+@pytest.mark.django_db
+def test_a_resend_after_a_worker_died_carries_the_actions_one_key(receiver, monkeypatch):
+    """The crash window: the receiver took the delivery, the worker died before recording
+    it; the worker that takes the action back after its lease sends it again."""
+    source, _ = do_create_source("t3-hook", scopes="ingest,read,act")
+    source.connector = "webhook"
+    source.connector_settings = {"url": receiver.url, "secret": SECRET, "timeout": 1}
+    source.save()
+    apply_events(source, SEED000["events"])
+    task = Task.objects.select_related("namespace", "parent_thread").get(task_id=SEED000_TASK)
+    with clock.virtual_clock(UNTIL):
+        action, _ = do_request_action(task, "deliver", actor="user:op")
+
+    def killed(*args, **kwargs):
+        raise SystemExit(1)
+
+    with monkeypatch.context() as patched, clock.virtual_clock(UNTIL):
+        patched.setattr(actions, "do_record_success", killed)
+        with pytest.raises(SystemExit):
+            operator_actions.perform(action.pk)
+    later = UNTIL + timedelta(seconds=actions.config()["lease"] + 1)
+    with clock.virtual_clock(later):
+        assert actions.requeue_due_actions(later) == 1
+        assert operator_actions.perform(action.pk) == "succeeded"
+
+    first, again = receiver.requests
+    for request in (first, again):
+        # The key, in the header and in the body; each send signed when it is sent.
+        assert request.headers[signing.IDEMPOTENCY_HEADER] == action.idempotency_key
+        assert json.loads(request.body)["action"]["idempotency_key"] == action.idempotency_key
+        signing.verify(SECRET, request.body, request.headers[signing.HEADER])
+    assert json.loads(again.body) == json.loads(first.body)
+    assert len(receiver.deliveries) == 1
+    action.refresh_from_db()
+    assert (action.attempts, action.response["duplicate"]) == (2, True)
 
 
 # --- failures ------------------------------------------------------------------------

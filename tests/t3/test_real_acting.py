@@ -9,17 +9,19 @@ import json
 import sqlite3
 import subprocess
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from supervisor.connectors.t3code import rpc
+from supervisor.connectors.t3code.connector import command_id, derived_id
 from supervisor.connectors.t3code.follower import Follower
-from supervisor.core import clock
+from supervisor.core import actions, clock
 from supervisor.core.actions import do_request_action, outgoing_for
-from supervisor.core.connectors import connector_for
+from supervisor.core.connectors import ConnectorError
 from supervisor.core.evaluate import evaluate
-from supervisor.core.models import Flag, Task
+from supervisor.core.models import Action, Flag, Task, Wake
 from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 
@@ -96,16 +98,68 @@ def eventually(read, until, timeout: float = 20.0):
         time.sleep(0.2)
 
 
-def messages_with(base: Path, thread: str, text: str) -> int:
+def user_messages(base: Path, thread: str) -> list[str]:
+    """The texts of the thread's user messages (deliveries and wakes are user messages)."""
     found = rows(
         base,
         "SELECT payload_json FROM orchestration_v2_projection_messages WHERE thread_id = ?",
         thread,
     )
-    return sum(1 for (payload,) in found if json.loads(payload).get("text") == text)
+    texts = [json.loads(payload) for (payload,) in found]
+    return [m.get("text") or "" for m in texts if m.get("role") == "user"]
 
 
-def test_deliver_on_a_real_stale_task_reaches_the_parent_once_and_resolves_its_flags(serving):
+def deliver_across_a_crash(action: Action, at, monkeypatch) -> tuple[dict, datetime]:
+    """Perform `action` as a worker killed after T3 took its commands and before it
+    recorded them would, then as the worker that takes it back once its lease ran out
+    (the beat sweep, a claim, the same connector): {command type: [(command, T3's answer
+    or the error), one per send]}, and when the action was finished."""
+    sent: dict[str, list[tuple[dict, object]]] = {}
+    real_call, real_success = rpc.call, actions.do_record_success
+
+    def recording(url, token, method, payload, *, timeout):
+        def note(answer):
+            if method == "orchestration.dispatchCommand":
+                sent.setdefault(payload["type"], []).append((payload, answer))
+
+        try:
+            reply = real_call(url, token, method, payload, timeout=timeout)
+        except ConnectorError as exc:
+            note(exc)
+            raise
+        note(reply.value)
+        return reply
+
+    def killed(*args, **kwargs):
+        raise SystemExit(1)  # no `except Exception` stops it: nothing of the worker runs on
+
+    monkeypatch.setattr(rpc, "call", recording)
+    monkeypatch.setattr(actions, "do_record_success", killed)
+    with clock.virtual_clock(at), pytest.raises(SystemExit):
+        operator_actions.perform(action.pk)
+    action.refresh_from_db()
+    assert (action.state, action.attempts) == ("sending", 1)
+
+    monkeypatch.setattr(actions, "do_record_success", real_success)
+    later = at + timedelta(seconds=actions.config()["lease"] + 1)
+    with clock.virtual_clock(later):
+        assert actions.requeue_due_actions(later) == 1
+        assert operator_actions.perform(action.pk) == "succeeded"
+    action.refresh_from_db()
+    assert (action.state, action.attempts) == ("succeeded", 2)
+    # Supervisor records one delivery: the parent's one manual wake.
+    assert Wake.objects.filter(namespace=action.task.namespace, source_kind="manual").count() == 1
+    # The resend is the same command: the same command and message ids as the first.
+    outgoing = outgoing_for(action)
+    (first, _), (second, _) = sent["message.dispatch"]
+    assert first == second
+    assert first["commandId"] == command_id(outgoing) and first["messageId"] == derived_id(
+        "message", outgoing
+    )
+    return sent, later
+
+
+def test_deliver_on_a_real_stale_task_reaches_the_parent_once_across_a_crash(serving, monkeypatch):
     played, base, source = serving("stale-wake")
     task_id, parent = played["taskId"], played["parentThreadId"]
     at = clock.now() + timedelta(hours=2)
@@ -113,11 +167,17 @@ def test_deliver_on_a_real_stale_task_reaches_the_parent_once_and_resolves_its_f
     assert open_kinds(task_id) == DELIVERY_FLAGS
 
     task = Task.objects.select_related("namespace", "parent_thread").get(task_id=task_id)
+    before = user_messages(base, parent)
     with clock.virtual_clock(at):
         action, created = do_request_action(task, "deliver", actor="user:op")
         assert created
-        assert operator_actions.perform(action.pk) == "succeeded"
-    action.refresh_from_db()
+    # The worker is killed after T3 took the message; the next one sends it again.
+    sent, done_at = deliver_across_a_crash(action, at, monkeypatch)
+    # T3 answers the resend with the first send's receipt: the same sequence.
+    (_, first), (_, again) = sent["message.dispatch"]
+    assert isinstance(first, dict) and isinstance(first.get("sequence"), int), first
+    assert again == first
+    assert action.response["detail"] == json.dumps(first)
     # This build (T3 0.0.30) has no completion-delivery records to dispose of.
     assert action.response["notes"] == [
         "T3's own pending delivery of the task: not supported by this T3 build (it has no "
@@ -125,20 +185,21 @@ def test_deliver_on_a_real_stale_task_reaches_the_parent_once_and_resolves_its_f
     ], action.response
     real = played["texts"]["real"]
     assert action.text.endswith(real)
-    assert eventually(lambda: messages_with(base, parent, action.text), lambda n: n >= 1) == 1
 
-    # A worker that died after sending sends again with the same key: T3 answers the
-    # first receipt and the parent still has the message once.
-    connector_for(source).perform(outgoing_for(action), timeout=10)
+    def new_messages():
+        return user_messages(base, parent)[len(before) :]
+
+    # The parent has the message once, and nothing more came of the resend.
+    assert eventually(new_messages, lambda m: len(m) >= 1) == [action.text]
     time.sleep(1)
-    assert messages_with(base, parent, action.text) == 1
+    assert new_messages() == [action.text]
 
     # The delivery flags resolve, and stay resolved once the rows the delivery caused
     # (the parent's new run) are followed.
-    with clock.virtual_clock(at + timedelta(seconds=1)):
-        evaluate(source.namespace_id, at + timedelta(seconds=1))
+    with clock.virtual_clock(done_at + timedelta(seconds=1)):
+        evaluate(source.namespace_id, done_at + timedelta(seconds=1))
     assert open_kinds(task_id) == set()
-    follow_and_judge(source, base, at + timedelta(minutes=5))
+    follow_and_judge(source, base, done_at + timedelta(minutes=5))
     assert open_kinds(task_id) == set()
 
 

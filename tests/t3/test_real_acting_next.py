@@ -23,7 +23,14 @@ from supervisor.core.models import Flag, Task
 from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.t3.conftest import KITS
-from tests.t3.test_real_acting import eventually, follow_and_judge, open_kinds, rows
+from tests.t3.test_real_acting import (
+    deliver_across_a_crash,
+    eventually,
+    follow_and_judge,
+    open_kinds,
+    rows,
+    user_messages,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PORTS = range(3800, 3900)  # the 0.0.33 kit's range (its README)
@@ -131,18 +138,8 @@ def delivery_state(base: Path, task_id: str) -> str | None:
     return (json.loads(found[0][0]).get("completionDelivery") or {}).get("state")
 
 
-def user_messages(base: Path, thread: str) -> list[str]:
-    found = rows(
-        base,
-        "SELECT payload_json FROM orchestration_v2_projection_messages WHERE thread_id = ?",
-        thread,
-    )
-    texts = [json.loads(payload) for (payload,) in found]
-    return [m.get("text") or "" for m in texts if m.get("role") == "user"]
-
-
 def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t3s_delivery(
-    served,
+    served, monkeypatch
 ):
     drive = drive_module()
     t3 = served("group")
@@ -186,8 +183,14 @@ def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t
     with clock.virtual_clock(at):
         action, created = do_request_action(task, "deliver", actor="user:op")
         assert created
-        assert operator_actions.perform(action.pk) == "succeeded"
-    action.refresh_from_db()
+    # The worker is killed after T3 took the message and the dispose; the next one sends
+    # both again, under the same command ids, and T3 answers each with its first receipt.
+    sent, done_at = deliver_across_a_crash(action, at, monkeypatch)
+    for kind in ("message.dispatch", "delegated_task.completion-delivery.dispose"):
+        (command, first), (again, second) = sent[kind]
+        assert again == command
+        assert isinstance(first, dict) and isinstance(first.get("sequence"), int), (kind, first)
+        assert second == first, kind
     assert action.response["notes"] == [
         "T3's own pending delivery of the task: disposed, so T3 will not wake the parent "
         "with this result"
@@ -218,7 +221,7 @@ def test_deliver_of_a_starved_group_child_reaches_the_parent_once_and_disposes_t
     assert eventually(parent_settled, bool, timeout=30)
     time.sleep(1.0)
     assert new_messages() == [action.text]
-    follow_and_judge(source, t3.base, at + timedelta(minutes=5))
+    follow_and_judge(source, t3.base, done_at + timedelta(minutes=5))
     assert open_kinds(third) == set()
 
 

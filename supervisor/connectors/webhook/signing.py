@@ -3,6 +3,9 @@
 Header `Supervisor-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>`:
 the timestamp is signed with the body, so a captured request cannot be replayed
 later than `tolerance` seconds (receivers dedupe by `Idempotency-Key` within it).
+Supervisor's own resends are signed anew at each send and may come minutes later, or
+after an outage: a receiver remembers keys far longer than the tolerance
+(docs/reliability.md, "What a receiver may rely on").
 """
 
 from __future__ import annotations
