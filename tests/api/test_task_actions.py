@@ -284,6 +284,21 @@ def test_twenty_parallel_requests_with_one_idempotency_key_get_the_same_action(
     assert {body["id"] for _, body in answers} == {Action.objects.get().pk}
 
 
+def test_a_token_with_act_alone_is_shown_no_text_nor_task(client, acting):
+    # A preview shows what agents wrote (the text each task would get), and the bulk
+    # preview lists the tasks: `act` alone reads neither, it needs `read` too.
+    _, token = do_create_source("actor", namespace=acting.namespace.name, scopes="act")
+    preview = client.get(
+        actions_url(TASK) + "/preview",
+        {"kind": "deliver"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    bulk = post(client, BULK, {"kind": "deliver", "filter": {"q": "retry-port"}}, token)
+    for answer in (preview, bulk):
+        assert answer.status_code == 403, answer.content
+        assert "'read'" in answer.json()["error"] and "retry-port" not in answer.content.decode()
+
+
 def test_the_bulk_preview_shows_the_exact_text_each_task_would_get(client, acting):
     preview = post(client, BULK, {"kind": "deliver", "filter": {"q": "retry-port"}}, acting.token)
     [task] = preview.json()["tasks"]
