@@ -4,14 +4,15 @@ A token acts only on its own namespace's tasks; a session needs the `core.act`
 permission. An `Idempotency-Key` header makes a retried request return the first
 action instead of asking twice. A preview (`GET …/actions/preview`) answers with a
 digest; a request carrying it (`preview`) is refused with 409 and the new preview when
-what would be sent changed since. A bulk confirmation must carry its preview's
-`selection`, the digest of the exact tasks it matched.
+what would be sent changed since. A bulk preview shows every task with what it would
+get, as its own preview does; its confirmation must carry the preview's `selection`,
+which pins those tasks and texts. Who may call each operation: scopes.py.
 """
 
 from typing import Literal
 
 from django.http import HttpRequest, JsonResponse
-from ninja import Router, Schema, Status
+from ninja import Schema, Status
 from ninja.errors import HttpError
 
 from supervisor.core.actions import (
@@ -22,20 +23,19 @@ from supervisor.core.actions import (
     do_request_action,
     do_request_bulk,
     preview_action,
-    selection_digest,
 )
+from supervisor.core.bulk_pins import NotAPin, changes_since, pin
 from supervisor.core.models import Flag
 from supervisor.core.task_query import task_queryset
 
 from .answers import errors
-from .auth import actor_of, actors, namespace_of
+from .auth import actor_of, namespace_of
 from .inputs import STRICT, Id, Text
+from .scopes import ScopedRouter
 from .serialize import action_json, preview_json
 from .tasks import find_task
 
-router = Router(tags=["actions"], auth=actors())
-
-ACT_PERMISSION = "core.act"
+router = ScopedRouter(tags=["actions"])
 
 
 class ActionRequest(Schema):
@@ -68,7 +68,6 @@ def preview_request(
     message: Text | None = None,
     namespace: Text | None = None,
 ):
-    actor_of(request, ACT_PERMISSION)
     if kind not in KINDS:
         raise HttpError(400, f"kind must be one of {', '.join(KINDS)}")
     task = find_task(task_id, namespace_of(request, namespace))
@@ -83,7 +82,7 @@ def preview_request(
 def request_action(
     request: HttpRequest, task_id: Text, body: ActionRequest, namespace: Text | None = None
 ):
-    user, actor = actor_of(request, ACT_PERMISSION)
+    user, actor = actor_of(request)
     task = find_task(task_id, namespace_of(request, namespace))
     key = request.headers.get("Idempotency-Key") or None  # do_request_action checks it
     try:
@@ -123,8 +122,9 @@ class BulkRequest(Schema):
     reason: Text | None = None
     message: Text | None = None
     confirm: bool = False
-    # With confirm: the preview's `selection` (the digest of the tasks it matched); if the
-    # filter now matches other tasks, nothing is done (409) and the new preview is given.
+    # With confirm: the preview's `selection` (the signed pin of the tasks it showed and
+    # what each would get); if the filter now matches other tasks, or a task would get
+    # another text, nothing is done (409, naming what changed) and the new preview is given.
     selection: Text | None = None
     # With confirm, also checked when given: the count the operator saw.
     expected: int | None = None
@@ -133,10 +133,10 @@ class BulkRequest(Schema):
 @router.post(
     "/actions/bulk",
     response={200: dict, **errors(404, 409)},
-    summary="Preview (count) or perform one action on every matching task",
+    summary="Preview (each matching task and what it would get) or perform one action on each",
 )
 def bulk_action(request: HttpRequest, body: BulkRequest):
-    user, actor = actor_of(request, ACT_PERMISSION)
+    user, actor = actor_of(request)
     f = body.filter
     if not any((f.flag, f.state, f.status, f.q, f.namespace)):
         raise HttpError(
@@ -154,22 +154,27 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     count = tasks.count()
     if count > BULK_LIMIT:
         raise HttpError(400, f"{count} tasks match; narrow the filter to at most {BULK_LIMIT}")
-    matched = list(tasks)
+    previews = [preview_action(t, body.kind, message=body.message) for t in tasks]
     if not body.confirm:
-        return bulk_preview(body.kind, matched)
+        return bulk_preview(body.kind, previews)
     if body.selection is None:
         raise HttpError(400, "confirm needs 'selection', as the preview answered it")
-    if body.selection != selection_digest(matched) or body.expected not in (None, count):
-        return JsonResponse(
-            {
-                "error": f"the filter now matches other tasks than the preview showed ({count} "
-                "now); nothing was done: read the new preview and confirm again",
-                "preview": bulk_preview(body.kind, matched),
-            },
-            status=409,
-        )
+    try:
+        changed = changes_since(body.selection, body.kind, previews)
+    except NotAPin as exc:
+        raise HttpError(400, str(exc)) from None
+    if changed or body.expected not in (None, count):
+        return bulk_changed(body.kind, previews, changed)
+    # Each task's action is checked again as it is recorded: a text that changes in
+    # between is refused for that task (PreviewChanged), never sent unseen.
     outcome = do_request_bulk(
-        matched, body.kind, actor=actor, user=user, reason=body.reason, message=body.message
+        [p.task for p in previews],
+        body.kind,
+        actor=actor,
+        user=user,
+        reason=body.reason,
+        message=body.message,
+        previewed={p.task.pk: p.digest for p in previews},
     )
     return {
         "kind": body.kind,
@@ -182,20 +187,40 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     }
 
 
-def bulk_preview(kind: str, tasks: list) -> dict:
-    """The count, every matching task (the first 20 with what they would get) and the
-    selection a confirmation carries."""
+NAMED_CHANGES = 10  # tasks named one by one in a 409's error
+
+
+def bulk_changed(kind: str, previews: list, changed: list) -> JsonResponse:
+    """409: nothing was done; what changed since the preview, and the new preview."""
+    others = any(what in ("new since the preview", "no longer matches") for _, what in changed)
+    lead = (
+        f"the filter now matches other tasks than the preview showed ({len(previews)} now)"
+        if others or not changed
+        else "what the tasks would get changed since the preview"
+    )
+    named = "; ".join(f"{t.task_id}: {what}" for t, what in changed[:NAMED_CHANGES])
+    if len(changed) > NAMED_CHANGES:
+        named += f"; and {len(changed) - NAMED_CHANGES} more"
+    return JsonResponse(
+        {
+            "error": f"{lead}{': ' + named if named else ''}; nothing was done: read the new "
+            "preview and confirm again",
+            "changed": [
+                {"task": t.task_id, "namespace": t.namespace.name, "what": what}
+                for t, what in changed
+            ],
+            "preview": bulk_preview(kind, previews),
+        },
+        status=409,
+    )
+
+
+def bulk_preview(kind: str, previews: list) -> dict:
+    """The count, every matching task with what it would get (as its own preview says
+    it), and the `selection` that pins them: a confirmation must carry it."""
     return {
         "kind": kind,
-        "count": len(tasks),
-        "tasks": [{"task": t.task_id, "namespace": t.namespace.name} for t in tasks],
-        "sample": [
-            {
-                "task": t.task_id,
-                "namespace": t.namespace.name,
-                "refusal": preview_action(t, kind).refusal,
-            }
-            for t in tasks[:20]
-        ],
-        "selection": selection_digest(tasks),
+        "count": len(previews),
+        "tasks": [preview_json(p) for p in previews],
+        "selection": pin(kind, previews),
     }

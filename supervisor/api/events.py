@@ -3,16 +3,15 @@
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
-from ninja import Router
 
 from supervisor import rate_limit
 from supervisor.core.contract import read_json
 from supervisor.core.ingest import UnreadableLine, do_ingest
 
 from .answers import IngestAnswer, errors
-from .auth import TokenAuth
+from .scopes import ScopedRouter
 
-router = Router(tags=["events"])
+router = ScopedRouter(tags=["events"])
 
 JSON_TYPES = {"application/json"}
 NDJSON_TYPES = {"application/x-ndjson", "application/ndjson", "application/jsonl"}
@@ -48,7 +47,6 @@ def error(status: int, message: str) -> JsonResponse:
 
 @router.post(
     "/events",
-    auth=TokenAuth("ingest"),
     openapi_extra=EVENTS_BODY,
     summary="Send events",
     response={200: IngestAnswer, **errors(413, 415, 429)},

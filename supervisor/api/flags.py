@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Literal
 
 from django.db.models import Q
-from ninja import Router, Schema
+from ninja import Schema
 from ninja.errors import HttpError
 
 from supervisor.core import clock
@@ -18,11 +18,12 @@ from supervisor.core.models import Flag
 
 from . import pagination
 from .answers import errors
-from .auth import actor_of, actors, namespace_of, readers
+from .auth import actor_of, namespace_of
 from .inputs import STRICT, Moment, Text
+from .scopes import ScopedRouter
 from .serialize import flag_json
 
-router = Router(tags=["flags"], auth=readers())
+router = ScopedRouter(tags=["flags"])
 
 
 @router.get(
@@ -74,7 +75,6 @@ class FlagAction(Schema):
 
 @router.post(
     "/flags/{flag_id}",
-    auth=actors(),
     response={200: dict, **errors(404, 409)},
     summary="Acknowledge, snooze or resolve",
 )
@@ -88,7 +88,7 @@ def act_on_flag(request, flag_id: int, body: FlagAction):
         raise HttpError(
             404, f"no flag {flag_id}" + (f" in namespace {namespace!r}" if namespace else "")
         )
-    user, actor = actor_of(request, "core.act")
+    user, actor = actor_of(request)
     now = clock.now()
     try:
         if body.action == "acknowledge":

@@ -14,8 +14,9 @@ from supervisor.core.metrics import collect
 from supervisor.core.sources import source_for_token
 
 from .exposition import CONTENT_TYPE, render
+from .scopes import need_of
 
-SCOPE = "metrics"
+[SCOPE] = need_of("GET", "/metrics").scopes
 
 
 def _refuse(status: int, text: str) -> HttpResponse:

@@ -5,7 +5,6 @@ from datetime import datetime
 
 from django.db.models import Q
 from django.http import HttpRequest
-from ninja import Router
 from ninja.errors import HttpError
 
 from supervisor.core.loader import load_for_task
@@ -15,11 +14,12 @@ from supervisor.core.task_query import PAGE_SIZE, task_queryset
 
 from . import pagination
 from .answers import errors
-from .auth import namespace_of, readers
+from .auth import namespace_of
 from .inputs import Text
+from .scopes import ScopedRouter
 from .serialize import action_json, flag_json, task_summary_json
 
-router = Router(tags=["tasks"], auth=readers())
+router = ScopedRouter(tags=["tasks"])
 
 
 def open_flag_kinds(tasks) -> dict[int, list[str]]:

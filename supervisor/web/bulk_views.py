@@ -181,8 +181,12 @@ def _show_flag_preview(request, params, verb: str, tasks: list, *, problem: str 
             "rows": rows,
             "more": max(0, len(tasks) - PREVIEW_ROWS),
             "scope": params.get("scope") or "selected",
-            "flag_pks": [f.pk for f in flags],
-            "previewed": signing.dumps(clock.now().isoformat(), salt=PREVIEW_SALT),
+            # When, and which flags: the confirmation acts on these and no other.
+            "previewed": signing.dumps(
+                {"verb": verb, "at": clock.now().isoformat(), "flags": [f.pk for f in flags]},
+                salt=PREVIEW_SALT,
+                compress=True,
+            ),
             "snooze_choices": SNOOZE_CHOICES,
             "chosen_for": params.get("for") or SNOOZE_CHOICES[0][0],
             "reason": params.get("reason") or "",
@@ -193,21 +197,24 @@ def _show_flag_preview(request, params, verb: str, tasks: list, *, problem: str 
     )
 
 
-def _previewed_at(params) -> datetime | None:
-    """When the confirmed preview was shown (signed: a snooze runs from then, so the
-    same confirmation sent twice asks for the same 'until' and acts once)."""
+def _previewed(params, verb: str) -> tuple[datetime, list[int]] | None:
+    """When the confirmed preview of `verb` was shown and the flags it showed, signed: a
+    snooze runs from then, so the same confirmation sent twice asks for the same 'until'
+    and acts once; and only those flags are acted on, whatever else the post names."""
     try:
-        return datetime.fromisoformat(signing.loads(params.get("previewed", ""), salt=PREVIEW_SALT))
-    except (signing.BadSignature, ValueError, TypeError):
+        shown = signing.loads(params.get("previewed", ""), salt=PREVIEW_SALT)
+        if shown["verb"] != verb:
+            return None
+        return datetime.fromisoformat(shown["at"]), [int(pk) for pk in shown["flags"]]
+    except (signing.BadSignature, ValueError, TypeError, KeyError):
         return None
 
 
 def _confirm_flags(request, params, verb: str):
-    flag_pks = [int(pk) for pk in params.getlist("flag") if pk.isdigit()]
     now = clock.now()
     until, reason = None, (params.get("reason") or "").strip()
     problem = ""
-    previewed = _previewed_at(params)
+    previewed, flag_pks = _previewed(params, verb) or (None, [])
     if previewed is None:
         problem = "the confirmation does not come from a preview: read this one and confirm"
     elif verb == "snooze":

@@ -23,6 +23,7 @@ SECRET = "a-test-secret-of-some-length"
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 SEED002 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed002" in p.name))
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
+BULK = "/api/v1/actions/bulk"
 
 
 def bound_source(name: str, url: str, scopes: str = "ingest,read,act"):
@@ -162,7 +163,6 @@ def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
     )
     assert preview.status_code == 200, preview.content
     assert preview.json()["count"] == 1
-    assert [s["task"] for s in preview.json()["sample"]] == [TASK]
     assert [t["task"] for t in preview.json()["tasks"]] == [TASK]
     selection = preview.json()["selection"]
     assert not Action.objects.exists()
@@ -305,3 +305,54 @@ def test_twenty_parallel_requests_with_one_idempotency_key_get_the_same_action(
     answers = twenty_at_once(live_server.url + actions_url(TASK), source.token, key="retry-1")
     assert sorted(status for status, _ in answers) == [202] * 20, answers
     assert {body["id"] for _, body in answers} == {Action.objects.get().pk}
+
+
+def test_a_token_with_act_alone_is_shown_no_text_nor_task(client, acting):
+    # A preview shows what agents wrote (the text each task would get), and the bulk
+    # preview lists the tasks: `act` alone reads neither, it needs `read` too.
+    _, token = do_create_source("actor", namespace=acting.namespace.name, scopes="act")
+    preview = client.get(
+        actions_url(TASK) + "/preview",
+        {"kind": "deliver"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    bulk = post(client, BULK, {"kind": "deliver", "filter": {"q": "retry-port"}}, token)
+    for answer in (preview, bulk):
+        assert answer.status_code == 403, answer.content
+        assert "'read'" in answer.json()["error"] and "retry-port" not in answer.content.decode()
+
+
+def test_the_bulk_preview_shows_the_exact_text_each_task_would_get(client, acting):
+    preview = post(client, BULK, {"kind": "deliver", "filter": {"q": "retry-port"}}, acting.token)
+    [task] = preview.json()["tasks"]
+    single = client.get(
+        actions_url(TASK) + "/preview",
+        {"kind": "deliver"},
+        headers={"Authorization": f"Bearer {acting.token}"},
+    ).json()
+    assert task["task"] == TASK and task["allowed"] is True
+    assert task["text"] == single["text"] and task["text"].endswith("merge.")
+    assert task["target_thread"] == single["target_thread"] and task["run"] == single["run"]
+
+
+def test_a_bulk_confirm_whose_text_changed_since_the_preview_is_refused(client, acting):
+    ask = {"kind": "deliver", "filter": {"q": "retry-port"}}
+    preview = post(client, BULK, ask, acting.token).json()
+    amend_latest_result(acting)  # the same task, another text
+    stale = post(
+        client, BULK, {**ask, "confirm": True, "selection": preview["selection"]}, acting.token
+    )
+    assert stale.status_code == 409, stale.content
+    error = stale.json()["error"]
+    assert "changed since the preview" in error and f"{TASK}: its text" in error
+    [fresh] = stale.json()["preview"]["tasks"]
+    assert fresh["text"].endswith(AMENDED)
+    assert not Action.objects.exists()
+    # Confirming the new preview sends the new text, the one it showed.
+    done = post(
+        client,
+        BULK,
+        {**ask, "confirm": True, "selection": stale.json()["preview"]["selection"]},
+        acting.token,
+    )
+    assert done.status_code == 200 and Action.objects.get().text == fresh["text"]

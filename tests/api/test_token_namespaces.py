@@ -92,7 +92,7 @@ def test_an_act_token_cannot_touch_a_flag_of_another_namespace(client, theirs, m
 
 
 def test_an_act_token_acts_on_its_own_namespaces_flag(client, theirs):
-    token = do_create_source("theirs-too", namespace="theirs", scopes="act")[1]
+    token = do_create_source("theirs-too", namespace="theirs", scopes="read,act")[1]
     flag = Flag.objects.get(namespace=theirs.namespace, kind="delegation_rejected")
     until = (clock.now() + timedelta(hours=1)).isoformat()
     response = post(client, f"/api/v1/flags/{flag.pk}", token, {"action": "snooze", "until": until})

@@ -135,7 +135,7 @@ def test_any_key_is_either_refused_clearly_or_sent_once(receiver, key):
 
 def test_the_api_refuses_a_key_it_cannot_keep_with_a_400(client, receiver):
     task = stale_task(receiver)
-    token = do_create_source("actor", namespace=task.namespace.name, scopes="act")[1]
+    token = do_create_source("actor", namespace=task.namespace.name, scopes="read,act")[1]
     for key, words in (("k" * 201, "1 to 200"), ("ké", "U+00E9")):
         response = client.post(
             "/api/v1/tasks/" + TASK.replace("%", "%25") + "/actions",

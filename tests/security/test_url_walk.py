@@ -52,7 +52,7 @@ def test_the_permission_matrix(walk_objects, row):
     for caller in CALLERS:
         with transaction.atomic():
             client = stranger()
-            login(client, caller, row, walk_objects["namespace"])
+            login(client, caller, row, walk_objects)
             response = send(client, row, walk_objects)
             expected = row.expected(caller)
             if not answered(response, expected):
@@ -94,7 +94,7 @@ def test_no_url_answers_other_methods(walk_objects, row, method):
     # Every view says which methods it takes; the rest are 405 (a JSON 404 for unknown
     # API paths), never the GET's page nor a change.
     client = stranger()
-    login(client, ADMIN, row, walk_objects["namespace"])
+    login(client, ADMIN, row, walk_objects)
     response = client.generic(method, row.url.format(**walk_objects))
     unknown_api_path = row.url.startswith("/api/v1/") and row.expected(ADMIN) == 404
     assert response.status_code == (404 if unknown_api_path else 405)
@@ -106,7 +106,7 @@ def test_other_methods_from_a_browser_meet_the_csrf_check_first(walk_objects, ro
     # PUT, PATCH and DELETE with 403 without the CSRF token and 405 with it; the API,
     # whose views take no CSRF cookie, answers 405 (or its JSON 404) either way.
     client = Client(enforce_csrf_checks=True)
-    login(client, ADMIN, row, walk_objects["namespace"])
+    login(client, ADMIN, row, walk_objects)
     url = row.url.format(**walk_objects)
     exempt = getattr(resolve(url.split("?")[0]).func, "csrf_exempt", False)
     unknown_api_path = url.startswith("/api/v1/") and row.expected(ADMIN) == 404

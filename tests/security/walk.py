@@ -6,21 +6,24 @@ walk test fails when a pattern has no GET and no POST row, so a new URL cannot b
 without deciding who may use it.
 
 Callers: the page cast (stranger, viewer, operator, admin, each by session) and four
-bearer tokens: one with every scope (TOKEN), one with every scope but the row's
-(UNSCOPED), a revoked one (REVOKED), and one with every scope of another namespace
-(ELSEWHERE), for which the walk's objects are not there. Pages ignore bearer tokens: a
-row without token answers gets the stranger's answer for all four.
+bearer tokens: one with every scope (TOKEN), one with every scope but those the row's
+operation needs (UNSCOPED; the scopes come from `supervisor.api.scopes.NEEDS`), a
+revoked one (REVOKED), and one with every scope of another namespace (ELSEWHERE), for
+which the walk's objects are not there. Pages ignore bearer tokens: a row without
+token answers gets the stranger's answer for all four.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from supervisor.api.scopes import NEEDS
 from supervisor.core.sources import do_create_source, do_revoke_source
 from tests.web.cast import ADMIN, ANONYMOUS, CAST, OPERATOR, VIEWER, login_as
 
@@ -45,6 +48,11 @@ def patterns(resolvers=None, prefix: str = "") -> list[str]:
     return routes
 
 
+def public_route(url: str) -> str:
+    """A concrete URL's operation as NEEDS names it ("/api/v1/flags/{flag_id}")."""
+    return re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route_of(url))
+
+
 def route_of(url: str) -> str:
     """The pattern a concrete URL resolves to ("/tasks/<int:pk>/" for "/tasks/3/")."""
     from django.urls import resolve
@@ -58,13 +66,17 @@ class Row:
     method: str
     answers: dict[str, int | str]
     data: dict = field(default_factory=dict)  # query (GET) or body (POST; JSON to /api/)
-    scope: str | None = None  # the token scope the row needs (API and /metrics)
     # Answers about every namespace (/metrics): a token of another one sees the walk's.
     every_namespace: bool = False
 
     @property
     def id(self) -> str:
         return f"{self.method} {self.url}"
+
+    def scopes(self, objects: dict) -> tuple[str, ...]:
+        """The token scopes the row's operation needs, as NEEDS says (none for a page)."""
+        need = NEEDS.get((self.method, public_route(self.url.format(**objects))))
+        return need.scopes if need else ()
 
     def expected(self, caller: str) -> int | str:
         if caller in self.answers:
@@ -84,15 +96,14 @@ def everyone(status) -> dict:
 
 def api(
     ok: int,
-    scope: str,
     *,
     viewer: int | None = None,
     session: bool = True,
     elsewhere: int | None = None,
 ) -> dict:
-    """An API row's answers: no token 401, a token without `scope` 403, a revoked one
-    401, a token of another namespace `elsewhere` (404 for one of the walk's objects);
-    a session reads (or acts, when `viewer` says the viewer's refusal)."""
+    """An API row's answers: no token 401, a token without the scopes it needs 403, a
+    revoked one 401, a token of another namespace `elsewhere` (404 for one of the walk's
+    objects); a session reads (or acts, when `viewer` says the viewer's refusal)."""
     answers = {ANONYMOUS: 401, TOKEN: ok, UNSCOPED: 403, REVOKED: 401, ELSEWHERE: elsewhere or ok}
     if session:
         answers |= {VIEWER: viewer or ok, OPERATOR: ok, ADMIN: ok}
@@ -183,8 +194,7 @@ MATRIX = [
     Row(
         "/metrics",
         "GET",
-        api(200, "metrics", session=False),
-        scope="metrics",
+        api(200, session=False),
         every_namespace=True,
     ),
     Row("/metrics", "POST", everyone(405)),
@@ -234,7 +244,7 @@ MATRIX = [
     Row("/api/v1/openapi.json", "GET", everyone(200)),
     Row("/api/v1/openapi.json", "POST", everyone(405)),
     # its browsable page is for readers: a stranger's browser is sent to log in
-    Row("/api/v1/docs", "GET", {**api(200, "read"), ANONYMOUS: LOGIN}, scope="read"),
+    Row("/api/v1/docs", "GET", {**api(200), ANONYMOUS: LOGIN}),
     Row("/api/v1/docs", "POST", everyone(405)),
     Row("/api/v1/", "GET", everyone(404)),  # ninja's root: only there to name the prefix
     Row("/api/v1/", "POST", everyone(404)),
@@ -244,47 +254,42 @@ MATRIX = [
     Row(
         "/api/v1/events",
         "POST",
-        api(200, "ingest", session=False),
+        api(200, session=False),
         {"events": []},
-        scope="ingest",
     ),
-    Row("/api/v1/tasks", "GET", api(200, "read"), scope="read"),
+    Row("/api/v1/tasks", "GET", api(200)),
     Row("/api/v1/tasks", "POST", everyone(405)),
-    Row("/api/v1/tasks/task%3At0", "GET", api(200, "read", elsewhere=404), scope="read"),
+    Row("/api/v1/tasks/task%3At0", "GET", api(200, elsewhere=404)),
     Row("/api/v1/tasks/task%3At0", "POST", everyone(405)),
-    Row("/api/v1/flags", "GET", api(200, "read"), scope="read"),
+    Row("/api/v1/flags", "GET", api(200)),
     Row("/api/v1/flags", "POST", everyone(405)),
     Row("/api/v1/flags/{flag}", "GET", everyone(405)),
     Row(
         "/api/v1/flags/{flag}",
         "POST",
-        api(200, "act", viewer=403, elsewhere=404),
+        api(200, viewer=403, elsewhere=404),
         {"action": "acknowledge"},
-        scope="act",
     ),
     Row("/api/v1/tasks/task%3At0/actions", "GET", everyone(405)),
     Row(
         "/api/v1/tasks/task%3At0/actions/preview",
         "GET",
-        api(200, "act", viewer=403, elsewhere=404),
+        api(200, viewer=403, elsewhere=404),
         {"kind": "continue"},
-        scope="act",
     ),
     Row("/api/v1/tasks/task%3At0/actions/preview", "POST", everyone(405)),
     Row(
         "/api/v1/tasks/task%3At0/actions",
         "POST",
-        api(202, "act", viewer=403, elsewhere=404),
+        api(202, viewer=403, elsewhere=404),
         {"kind": "continue"},
-        scope="act",
     ),
     Row("/api/v1/actions/bulk", "GET", everyone(405)),
     Row(
         "/api/v1/actions/bulk",
         "POST",
-        api(200, "act", viewer=403),
+        api(200, viewer=403),
         {"kind": "continue", "filter": {"q": "t0"}},
-        scope="act",
     ),
 ]
 
@@ -299,13 +304,15 @@ def stranger() -> Client:
     return Client(REMOTE_ADDR=f"10.{secrets.randbelow(256)}.{secrets.randbelow(256)}.1")
 
 
-def token_for(caller: str, row: Row, namespace: str) -> str | None:
+def token_for(caller: str, row: Row, objects: dict) -> str | None:
     """The bearer token `caller` sends on `row` (None for the session cast)."""
     if caller not in TOKENS:
         return None
+    namespace = objects["namespace"]
     scopes = ALL_SCOPES
     if caller == UNSCOPED:
-        scopes = ",".join(s for s in ALL_SCOPES.split(",") if s != (row.scope or "read"))
+        needed = row.scopes(objects) or ("read",)
+        scopes = ",".join(s for s in ALL_SCOPES.split(",") if s not in needed)
     if caller == ELSEWHERE:
         namespace = OTHER_NAMESPACE
     source, token = do_create_source(f"walk-{caller}", namespace=namespace, scopes=scopes)
@@ -314,9 +321,9 @@ def token_for(caller: str, row: Row, namespace: str) -> str | None:
     return token
 
 
-def login(client, caller: str, row: Row, namespace: str) -> None:
+def login(client, caller: str, row: Row, objects: dict) -> None:
     """Make `client` the caller: a logged-in role, or a stranger holding a bearer token."""
-    token = token_for(caller, row, namespace)
+    token = token_for(caller, row, objects)
     if token is None:
         login_as(client, caller)
     else:
@@ -327,7 +334,7 @@ def send(client, row: Row, objects: dict):
     url = row.url.format(**objects)
     # A value like "{selection}" is filled in from the objects, as the URL is.
     data = {k: v.format(**objects) if isinstance(v, str) else v for k, v in row.data.items()}
-    row = Row(row.url, row.method, row.answers, data, row.scope, row.every_namespace)
+    row = Row(row.url, row.method, row.answers, data, row.every_namespace)
     if row.method == "GET":
         return client.get(url, row.data)
     if url.startswith("/api/"):

@@ -157,3 +157,37 @@ def test_only_an_operator_may_act_on_flags_in_bulk(client, flagged, role):
     else:
         assert preview.status_code == post.status_code == 403
     assert changes("flag.acknowledged") == 0
+
+
+def test_a_confirmation_acts_only_on_the_flags_it_previewed(client, flagged):
+    # The preview showed t1's one flag; a post naming other flag ids (t0's) acts on
+    # those it showed and no other.
+    login_as(client, OPERATOR)
+    picked = {"kind": "acknowledge", "task": [flagged["task:t1"].pk]}
+    form = confirm_form(client.get(BULK, picked).content.decode())
+    others = Flag.objects.filter(task=flagged["task:t0"]).values_list("pk", flat=True)
+    done = client.post(BULK, {**form, "flag": [str(pk) for pk in others]}, follow=True)
+    assert "Acknowledged 1 flag on 1 task." in done.content.decode()
+    acknowledged = Flag.objects.filter(acknowledged_at__isnull=False)
+    assert list(acknowledged.values_list("task_id", flat=True)) == [flagged["task:t1"].pk]
+
+
+def test_a_confirmation_under_the_flag_filter_keeps_its_kind(client, flagged):
+    # The list's flag filter (a kind) and the flags acted on are different things: a
+    # confirmation refused (no reason) shows the preview of that kind again.
+    login_as(client, OPERATOR)
+    html = client.get(BULK, matching("resolve", flag="stale_result")).content.decode()
+    refused = client.post(BULK, confirm_form(html))
+    assert refused.status_code == 400
+    assert (
+        '2 open flags</strong> of kind <span class="flag" title="flag kind: stale_result">'
+        in refused.content.decode()
+    )
+
+
+def test_a_preview_of_one_flag_action_does_not_confirm_another(client, flagged):
+    login_as(client, OPERATOR)
+    form = confirm_form(client.get(BULK, matching("acknowledge")).content.decode())
+    page = client.post(BULK, {**form, "kind": "resolve", "reason": "r"})
+    assert page.status_code == 400 and "Nothing was done" in page.content.decode()
+    assert not Flag.objects.filter(state=Flag.RESOLVED).exists()
