@@ -168,6 +168,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # A page's filter or form value no query can carry: a 400 naming it, not a 500.
+    "supervisor.web.unstorable_input.UnstorableInputMiddleware",
     # Last, so that it sees a view's exception first: database down -> 503 + Retry-After.
     "supervisor.unavailable.DatabaseUnavailableMiddleware",
 ]
