@@ -120,6 +120,7 @@ SECRET_KEY = env("SECRET_KEY", "") or (_key_file.read_text().strip() if _key_fil
 PORT = env_int("PORT", 8000)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+CSRF_FAILURE_VIEW = "supervisor.api_errors.csrf_failure"  # JSON under /api/
 
 # Served over HTTPS (production): cookies only over TLS, HSTS, plain HTTP redirected.
 # Off by default because `make run` serves plain HTTP on loopback.
@@ -160,6 +161,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Every /api/ answer is JSON, the error handlers' below it included.
+    "supervisor.api_errors.ApiErrorsAsJsonMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -168,6 +171,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # A page's filter or form value no query can carry: a 400 naming it, not a 500.
+    "supervisor.web.unstorable_input.UnstorableInputMiddleware",
     # Last, so that it sees a view's exception first: database down -> 503 + Retry-After.
     "supervisor.unavailable.DatabaseUnavailableMiddleware",
 ]

@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("supervisor.web.urls")),
 ]
 
+handler400 = "supervisor.web.errors.bad_request"
 handler403 = "supervisor.web.errors.permission_denied"
 handler404 = "supervisor.web.errors.page_not_found"
 handler500 = "supervisor.web.errors.server_error"

@@ -45,7 +45,14 @@ LAYERS: list[tuple[str, set[str]]] = [
 ]
 ENTRY_POINTS = LAYERS[-1][1]
 # Root modules that web and the API share; one group, so they may use each other.
-EDGE_HELPERS = {"client_address", "rate_limit", "unavailable", "request_log", "checks"}
+EDGE_HELPERS = {
+    "api_errors",
+    "client_address",
+    "rate_limit",
+    "unavailable",
+    "request_log",
+    "checks",
+}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

@@ -2,6 +2,8 @@
 
 import json
 import socket
+import sys
+import threading
 from contextlib import closing
 
 import pytest
@@ -42,16 +44,59 @@ def test_the_window_slides_instead_of_resetting_at_its_edge():
     rate = Rate(4, 10)
     start = 1_000_000_000.0  # the start of a window
     for _ in range(4):
-        assert rate_limit.wait("t", "k", rate, now=start + 9) == 0
-        rate_limit.count("t", "k", rate, now=start + 9)
-    # Full: the fifth waits. At the next window's start the four still weigh fully.
-    assert rate_limit.wait("t", "k", rate, now=start + 9) > 0
-    assert rate_limit.wait("t", "k", rate, now=start + 10) > 0
-    # A quarter into the next window, a quarter of them has faded: one more passes.
-    seconds = rate_limit.wait("t", "k", rate, now=start + 10)
-    assert seconds == 3  # 4 * (1 - t/10) <= 3 from t = 2.5 s
-    assert rate_limit.wait("t", "k", rate, now=start + 12.5) == 0
-    assert rate_limit.wait("t", "other", rate, now=start + 9) == 0
+        assert rate_limit.take("t", "k", rate, now=start + 9.1) == 0
+    # Full: the fifth waits, at the next window's start and until the four are 10 s old.
+    assert rate_limit.wait("t", "k", rate, now=start + 9.1) > 0
+    assert rate_limit.wait("t", "k", rate, now=start + 10.1) > 0
+    seconds = rate_limit.wait("t", "k", rate, now=start + 12.6)
+    assert seconds == 7  # the four leave the window at 19.1 s, counted by the slice
+    assert rate_limit.wait("t", "k", rate, now=start + 19.6) == 0
+    assert rate_limit.wait("t", "other", rate, now=start + 9.1) == 0
+
+
+def test_no_more_than_the_limit_passes_in_any_window():
+    # The four at a window's end still count, whole, a quarter into the next: the old
+    # weighting (their count times the window's share left) let one more through.
+    rate = Rate(4, 10)
+    start = 1_000_000_000.0
+    passed = [rate_limit.take("t", "k", rate, now=start + 9.9) for _ in range(4)]
+    passed += [rate_limit.take("t", "k", rate, now=start + 10 + t) for t in (2.5, 5, 7.5, 9.8)]
+    assert passed.count(0) == 4
+
+
+def test_a_refused_request_is_not_counted():
+    rate = Rate(2, 10)
+    start = 1_000_000_000.0
+    for _ in range(2):
+        rate_limit.take("t", "k", rate, now=start + 1.1)
+    assert [rate_limit.take("t", "k", rate, now=start + 5.1) > 0 for _ in range(5)] == [True] * 5
+    # The two leave the window at 11.33 s; the refusals after them weigh nothing.
+    assert rate_limit.take("t", "k", rate, now=start + 11.5) == 0
+
+
+def test_parallel_clients_pass_no_more_than_the_limit():
+    # Threads sharing the cache the settings name: locmem on SQLite runs, Redis on the
+    # service run. A short switch interval makes locmem's threads interleave too.
+    rate, clients, tries = Rate(50, 60), 8, 20
+    ready = threading.Barrier(clients)
+    passed = []
+
+    def client():
+        ready.wait()
+        passed.extend(rate_limit.take("ingest", "parallel", rate) == 0 for _ in range(tries))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=client) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(passed) == clients * tries
+    assert passed.count(True) == rate.limit
 
 
 def test_no_rate_never_limits():

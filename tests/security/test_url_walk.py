@@ -1,9 +1,13 @@
 """The URL walk: every pattern of the URL configuration, every caller, every method."""
 
+import json
+
 import pytest
 from django.db import transaction
 from django.test import Client
 from django.urls import resolve
+
+from tests.web.cast import login_as
 
 from .walk import (
     ADMIN,
@@ -116,3 +120,33 @@ def test_other_methods_from_a_browser_meet_the_csrf_check_first(walk_objects, ro
     token = client.cookies["csrftoken"].value
     with_token = client.generic("DELETE", url, headers={"X-CSRFToken": token}).status_code
     assert (without, with_token) == (refused if exempt else 403, refused)
+
+
+# --- every /api/ answer is JSON ----------------------------------------------------------
+
+API_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+API_URLS = sorted({row.url for row in MATRIX if row.url.startswith("/api/")} | {"/api/", "/api/x"})
+
+
+def _is_json_error(response) -> bool:
+    if not response["Content-Type"].startswith("application/json"):
+        return False
+    return isinstance(json.loads(response.content).get("error"), str)
+
+
+@pytest.mark.parametrize("url", API_URLS)
+def test_every_api_refusal_is_json(walk_objects, url):
+    # Every route with every method, from a stranger and from an admin's session: what
+    # is not a success is `{"error": ...}`, a 405 with the Allow header.
+    wrong = {}
+    for caller in (ANONYMOUS, ADMIN):
+        client = stranger()
+        login_as(client, caller)
+        for method in API_METHODS:
+            response = client.generic(method, url.format(**walk_objects))
+            status = response.status_code
+            if status >= 400 and not _is_json_error(response):
+                wrong[caller, method] = (status, response["Content-Type"])
+            elif status == 405 and method in response.get("Allow", method):
+                wrong[caller, method] = (status, f"Allow: {response.get('Allow')}")
+    assert not wrong, wrong

@@ -1,4 +1,4 @@
-"""403, 404 and 500 pages with the site's navigation and a sentence of what happened;
+"""400, 403, 404, 413 and 500 pages with the site's navigation and a sentence of what happened;
 to htmx, the sentence alone, retargeted to the messages area."""
 
 import pytest
@@ -56,3 +56,14 @@ def test_the_server_error_page_needs_no_query_and_has_the_navigation():
     html = response.content.decode()
     assert response.status_code == 500 and captured.captured_queries == []
     assert NAV in html and 'href="/tasks/"' in html and "Server error" in html
+
+
+def test_a_form_over_the_upload_limit_is_a_413_page(client):
+    from django.conf import settings
+
+    login_as(client, OPERATOR)
+    big = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+    response = client.post("/tasks/bulk/", {"kind": "cancel", "q": big})
+    html = response.content.decode()
+    assert response.status_code == 413
+    assert NAV in html and "more than Supervisor takes in one request" in html

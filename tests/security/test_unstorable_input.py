@@ -1,0 +1,56 @@
+"""A NUL in a page's filter or form is a 400 naming it, as the API answers the same input,
+never a 500 from the database (PostgreSQL refuses NUL in a query; SQLite takes it)."""
+
+import pytest
+from django.test import Client
+
+from tests.web.cast import ADMIN, login_as
+
+from .walk import MATRIX
+
+pytestmark = pytest.mark.django_db
+
+# What each page reads from its query; a page reading none is tried with one it ignores.
+READS = {
+    "/": ["thread_flags"],
+    "/tasks/": ["q", "flag", "state", "status", "env", "parent", "namespace", "cursor"],
+    "/tasks/{task}/": ["timeline_before"],
+    "/tasks/{task}/actions/cancel/": ["message", "run"],
+    "/tasks/bulk/": ["kind", "scope", "q", "flag", "status", "env", "namespace", "selection"],
+    "/audit/": ["kind", "actor", "cursor"],
+    "/admin/dead-letters/": ["state", "cursor"],
+    "/admin/notifications/": ["state"],
+    "/favicon.svg": ["n"],
+    "/login/": ["next"],
+}
+PAGES = [r for r in MATRIX if r.method == "GET" and not r.url.startswith(("/api/", "/metrics"))]
+WALK = [(row, name) for row in PAGES for name in READS.get(row.url, ["x"])]
+
+
+@pytest.mark.parametrize("row, name", WALK, ids=[f"{r.url}?{n}" for r, n in WALK])
+def test_a_nul_in_a_page_parameter_is_a_400_naming_it(walk_objects, row, name):
+    client = Client(raise_request_exception=False)
+    login_as(client, ADMIN)
+    data = {k: v.format(**walk_objects) for k, v in row.data.items()} | {name: "a\x00b"}
+    response = client.get(row.url.format(**walk_objects), data)
+    assert response.status_code == 400, response.status_code
+    assert f"“{name}”" in response.content.decode()
+    assert "U+0000 (NUL)" in response.content.decode()
+
+
+def test_a_nul_in_a_form_is_a_400_naming_the_field(walk_objects):
+    client = Client(raise_request_exception=False)
+    login_as(client, ADMIN)
+    form = {"kind": "cancel", "scope": "matching", "q": "t\x000", "selection": "x"}
+    response = client.post("/tasks/bulk/", form)
+    assert response.status_code == 400
+    assert "“q”" in response.content.decode()
+
+
+def test_to_htmx_the_400_is_the_sentence_alone(walk_objects):
+    client = Client(raise_request_exception=False)
+    login_as(client, ADMIN)
+    response = client.get("/tasks/", {"q": "\x00"}, headers={"HX-Request": "true"})
+    assert response.status_code == 400
+    assert response["HX-Retarget"] == "#messages"
+    assert "<html" not in response.content.decode()
