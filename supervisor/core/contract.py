@@ -27,6 +27,9 @@ from pydantic import (
 )
 from pydantic.json_schema import models_json_schema
 
+from . import clock
+from .times import outside_window
+
 # Strings that PostgreSQL text and jsonb cannot hold: NUL, and halves of surrogate pairs
 # (what a JSON `\ud800` escape decodes to; it is no Unicode character).
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -343,7 +346,9 @@ def _check_storable(raw: Any) -> None:
                 pending.append((item, f"{where}.{index}", depth + 1))
 
 
-def parse_event(raw: Any) -> Event:
+def parse_event(raw: Any, now: datetime | None = None) -> Event:
+    """The event of `raw`; its times must lie in the window (times.py) around `now`,
+    the supervisor's clock unless given."""
     if not isinstance(raw, dict):
         raise EventError(f"an event must be a JSON object, not {type(raw).__name__}")
     _check_storable(raw)
@@ -361,7 +366,21 @@ def parse_event(raw: Any) -> Event:
         data = model.model_validate(envelope.data)
     except ValidationError as exc:
         raise EventError(_describe(exc, "data.")) from None
+    _check_window(envelope.at, data, clock.now() if now is None else now)
     return Event(id=envelope.id, type=envelope.type, at=envelope.at, env=envelope.env, data=data)
+
+
+def _check_window(at: datetime, data: Data, now: datetime) -> None:
+    """Every time of the event inside the window: a time outside it would be judged
+    against the supervisor's clock as nonsense (a wake late in the year 9999)."""
+    times = {"at": at, "data.requested_at": getattr(data, "requested_at", None)}
+    problems = [
+        f"{where}: {problem}"
+        for where, when in times.items()
+        if when is not None and (problem := outside_window(when, now))
+    ]
+    if problems:
+        raise EventError("; ".join(problems))
 
 
 def event_id_of(raw: Any) -> str | None:
