@@ -2,19 +2,32 @@
 is a dead letter naming the field; rows stored before the window existed (any time
 at all) cannot make a rule's due time overflow, so their subjects' flags still move."""
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from hypothesis import given
+from hypothesis import strategies as st
 
 from supervisor.core import clock
 from supervisor.core.contract import parse_event
 from supervisor.core.dead_letters import do_replay_dead_letter
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import DeadLetter, Flag, IngestedEvent, Run, Task, Wake
+from supervisor.core.models import (
+    DeadLetter,
+    Flag,
+    IngestedEvent,
+    Run,
+    SweepFailure,
+    Task,
+    Wake,
+)
+from supervisor.core.sources import do_create_source
 from supervisor.core.sweep import sweep
+from supervisor.core.times import AHEAD, EARLIEST
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db
@@ -189,3 +202,107 @@ def test_a_stale_tasks_flags_resolve_after_delivery_beside_a_stored_wake_at_9999
     with time_machine.travel(later, tick=False):
         sweep(clock.now())
     assert open_kinds() == set()
+
+
+# --- every rule, on accepted events at the window's edges -----------------------------
+
+EDGE = datetime(2026, 11, 6, tzinfo=UTC)
+TAKEN = [EARLIEST, EARLIEST + timedelta(microseconds=1), EDGE, EDGE + AHEAD]
+REFUSED = [EARLIEST - timedelta(microseconds=1), EDGE + AHEAD + timedelta(microseconds=1)]
+NAMESPACES = itertools.count()
+
+
+def family_at(times: list[datetime]) -> list[dict]:
+    """One of each event a rule reads, about one task family, the n-th at times[n]."""
+    child, run1, sub = "thread:c", "thread:c:1", "task:sub"
+    task = {"kind": "task", "task": "task:t", "thread": child}
+    shapes = [
+        (
+            "task.delegated",
+            {
+                "task": "task:t",
+                "parent_thread": PARENT,
+                "child_thread": child,
+                "title": "T",
+                "prompt": "p",
+            },
+        ),
+        (
+            "run.requested",
+            {
+                "thread": child,
+                "run": run1,
+                "ordinal": 1,
+                "trigger": {"kind": "delegation", "task": "task:t"},
+            },
+        ),
+        ("run.started", {"thread": child, "run": run1}),
+        ("run.activity", {"thread": child, "run": run1}),
+        ("background.started", {"thread": child, "item": "i", "kind": "command", "run": run1}),
+        ("background.finished", {"thread": child, "item": "i", "status": "completed"}),
+        (
+            "task.delegated",
+            {
+                "task": sub,
+                "parent_thread": child,
+                "child_thread": "thread:s",
+                "title": "S",
+                "parent_run": run1,
+            },
+        ),
+        ("run.finished", {"thread": child, "run": run1, "status": "completed", "summary": "ok"}),
+        (
+            "task.reported",
+            {
+                "task": "task:t",
+                "status": "completed",
+                "summary": "ok",
+                "result_run": run1,
+                "delivery": "wake",
+            },
+        ),
+        ("wake.queued", {"wake": "w:t", "thread": PARENT, "source": task, "summary": "ok"}),
+        (
+            "wake.queued",
+            {"wake": "w:ghost", "thread": PARENT, "source": {**task, "task": "task:ghost"}},
+        ),
+        (
+            "wake.queued",
+            {"wake": "w:c", "thread": child, "source": {"kind": "background", "item": "i"}},
+        ),
+        ("wake.delivered", {"wake": "w:c"}),
+        ("task.reported", {"task": sub, "status": "running"}),
+        (
+            "tool.rejected",
+            {
+                "thread": PARENT,
+                "tool": "delegate_task",
+                "code": "parent_not_active",
+                "message": "no",
+            },
+        ),
+    ]
+    events = []
+    for n, ((kind, data), when) in enumerate(zip(shapes, times, strict=False)):
+        events.append({"id": f"e{n}", "type": kind, "at": when.isoformat(), "data": data})
+    events[0]["data"]["requested_at"] = times[-1].isoformat()
+    return events
+
+
+@given(times=st.lists(st.sampled_from(TAKEN + REFUSED), min_size=16, max_size=16))
+def test_events_at_the_windows_edges_are_taken_or_refused_and_never_fail_a_rule(times):
+    source, _ = do_create_source(f"edges-{next(NAMESPACES)}", namespace=f"edges-{next(NAMESPACES)}")
+    events = family_at(times)
+    result = ingest(source, events, EDGE)
+    refused = {e["id"] for e in events if {e["at"], e["data"].get("requested_at")} & REFUSED_TEXT}
+    assert {r["id"] for r in result.rejected} == refused
+    # Judged now and long after, and swept at the window's far edge: no rule fails.
+    for when in (EDGE, EDGE + 1000 * AHEAD):
+        due = evaluate(source.namespace_id, when)
+        assert due is None or due > when
+    with time_machine.travel(EDGE + AHEAD, tick=False):
+        sweep(clock.now(), source.namespace_id)
+    assert not SweepFailure.objects.exists()
+
+
+REFUSED_TEXT = {when.isoformat() for when in REFUSED}
