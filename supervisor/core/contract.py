@@ -40,7 +40,9 @@ RFC3339 = re.compile(
 )
 
 
-def _timestamp(value: Any) -> datetime:
+def parse_timestamp(value: Any) -> datetime:
+    """An RFC 3339 timestamp with an offset as an aware UTC datetime; ValueError says why
+    `value` is not one (a real time, that is: not 2026-02-30, not past 9999 in UTC)."""
     if not isinstance(value, str) or not RFC3339.match(value):
         raise ValueError("must be an RFC 3339 timestamp with an offset, like 2026-11-05T22:40:00Z")
     text = value.upper().replace(" ", "T").replace("Z", "+00:00")
@@ -52,7 +54,7 @@ def _timestamp(value: Any) -> datetime:
         raise ValueError(f"is not a real time: {exc}") from None
 
 
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp)]
 Id = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 Text = StrictStr | None
 # Values kept in columns of a bounded length (supervisor/core/models.py).
