@@ -37,11 +37,3 @@ def after(at: datetime, seconds: float) -> datetime:
         return at + timedelta(seconds=seconds)
     except OverflowError:
         return NEVER if seconds > 0 else datetime.min.replace(tzinfo=UTC)
-
-
-def later(at: datetime, duration: timedelta) -> datetime:
-    """`at` plus a non-negative `duration`, or NEVER past what a datetime can hold."""
-    try:
-        return at + duration
-    except OverflowError:
-        return NEVER
