@@ -178,8 +178,8 @@ def evaluate(
     kinds = [kind for kind in RULE_KINDS if kind not in judgement.failed]
     if judgement.failed:
         # A failed kind's due times are unknown: look again as soon as the sweep may.
-        judged = (("task", task_ids), ("thread", thread_ids))
-        due = {(kind, subject): now for kind, ids in judged for subject in ids}
+        by_type = (("task", task_ids), ("thread", thread_ids))
+        due = {(kind, subject): now for kind, ids in by_type for subject in ids}
 
     def write() -> set[tuple[str, str]]:
         judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
