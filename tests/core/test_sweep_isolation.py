@@ -2,7 +2,6 @@
 subject, the traceback, since when), left out while it backs off, and every other
 subject and every step of the sweep goes on, in every namespace."""
 
-import sys
 from datetime import timedelta
 
 import pytest
@@ -32,16 +31,16 @@ NOW = BASE + timedelta(hours=2)
 
 
 class BadSubject:
-    """A rule that raises whenever it judges BAD, as a rule would on data it chokes on;
-    `broken = False` mends it."""
+    """A rule that raises whenever it judges `subject` (BAD), as a rule would on data it
+    chokes on; `broken = False` mends it."""
 
-    def __init__(self, real):
-        self.real, self.broken, self.tries = real, True, 0
+    def __init__(self, real, subject=BAD):
+        self.real, self.subject, self.broken, self.tries = real, subject, True, 0
 
     def findings(self, snap, settings, now):
-        if self.broken and BAD in getattr(snap, "judged", snap.tasks):
+        if self.broken and self.subject in getattr(snap, "judged", snap.tasks):
             self.tries += 1
-            raise RuntimeError(f"cannot make sense of {BAD}")
+            raise RuntimeError(f"cannot make sense of {self.subject}")
         return self.real(snap, settings, now)
 
 
@@ -162,10 +161,9 @@ def test_a_stale_tasks_three_flags_resolve_after_delivery_though_one_rule_raises
     """Issue 29: a subject whose evaluation raised kept its open flags for ever (a wake
     at 9999 broke late_wake). A rule that raises now leaves only its own kind as it
     was; the other kinds move."""
-    choking = BadSubject(late_wake.findings)
+    choking = BadSubject(late_wake.findings, STALE)
     choking.broken = False
     monkeypatch.setattr(late_wake, "findings", choking.findings)
-    monkeypatch.setattr(sys.modules[__name__], "BAD", STALE)
     last = max(parse_event(e).at for e in SEED000)
     with time_machine.travel(last, tick=False):
         apply_events(source, SEED000)

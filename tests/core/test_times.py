@@ -209,6 +209,7 @@ def test_a_stale_tasks_flags_resolve_after_delivery_beside_a_stored_wake_at_9999
 EDGE = datetime(2026, 11, 6, tzinfo=UTC)
 TAKEN = [EARLIEST, EARLIEST + timedelta(microseconds=1), EDGE, EDGE + AHEAD]
 REFUSED = [EARLIEST - timedelta(microseconds=1), EDGE + AHEAD + timedelta(microseconds=1)]
+REFUSED_TEXT = {when.isoformat() for when in REFUSED}
 NAMESPACES = itertools.count()
 
 
@@ -291,7 +292,8 @@ def family_at(times: list[datetime]) -> list[dict]:
 
 @given(times=st.lists(st.sampled_from(TAKEN + REFUSED), min_size=16, max_size=16))
 def test_events_at_the_windows_edges_are_taken_or_refused_and_never_fail_a_rule(times):
-    source, _ = do_create_source(f"edges-{next(NAMESPACES)}", namespace=f"edges-{next(NAMESPACES)}")
+    name = f"edges-{next(NAMESPACES)}"
+    source, _ = do_create_source(name, namespace=name)
     events = family_at(times)
     result = ingest(source, events, EDGE)
     refused = {e["id"] for e in events if {e["at"], e["data"].get("requested_at")} & REFUSED_TEXT}
@@ -303,6 +305,3 @@ def test_events_at_the_windows_edges_are_taken_or_refused_and_never_fail_a_rule(
     with time_machine.travel(EDGE + AHEAD, tick=False):
         sweep(clock.now(), source.namespace_id)
     assert not SweepFailure.objects.exists()
-
-
-REFUSED_TEXT = {when.isoformat() for when in REFUSED}
