@@ -27,6 +27,9 @@ from pydantic import (
 )
 from pydantic.json_schema import models_json_schema
 
+from . import clock
+from .times import outside_window
+
 # Strings that PostgreSQL text and jsonb cannot hold: NUL, and halves of surrogate pairs
 # (what a JSON `\ud800` escape decodes to; it is no Unicode character).
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -37,7 +40,9 @@ RFC3339 = re.compile(
 )
 
 
-def _timestamp(value: Any) -> datetime:
+def parse_timestamp(value: Any) -> datetime:
+    """An RFC 3339 timestamp with an offset as an aware UTC datetime; ValueError says why
+    `value` is not one (a real time, that is: not 2026-02-30, not past 9999 in UTC)."""
     if not isinstance(value, str) or not RFC3339.match(value):
         raise ValueError("must be an RFC 3339 timestamp with an offset, like 2026-11-05T22:40:00Z")
     text = value.upper().replace(" ", "T").replace("Z", "+00:00")
@@ -49,7 +54,7 @@ def _timestamp(value: Any) -> datetime:
         raise ValueError(f"is not a real time: {exc}") from None
 
 
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp)]
 Id = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 Text = StrictStr | None
 # Values kept in columns of a bounded length (supervisor/core/models.py).
@@ -343,7 +348,9 @@ def _check_storable(raw: Any) -> None:
                 pending.append((item, f"{where}.{index}", depth + 1))
 
 
-def parse_event(raw: Any) -> Event:
+def parse_event(raw: Any, now: datetime | None = None) -> Event:
+    """The event of `raw`; its times must lie in the window (times.py) around `now`,
+    the supervisor's clock unless given."""
     if not isinstance(raw, dict):
         raise EventError(f"an event must be a JSON object, not {type(raw).__name__}")
     _check_storable(raw)
@@ -361,7 +368,21 @@ def parse_event(raw: Any) -> Event:
         data = model.model_validate(envelope.data)
     except ValidationError as exc:
         raise EventError(_describe(exc, "data.")) from None
+    _check_window(envelope.at, data, clock.now() if now is None else now)
     return Event(id=envelope.id, type=envelope.type, at=envelope.at, env=envelope.env, data=data)
+
+
+def _check_window(at: datetime, data: Data, now: datetime) -> None:
+    """Every time of the event inside the window: a time outside it would be judged
+    against the supervisor's clock as nonsense (a wake late in the year 9999)."""
+    times = {"at": at, "data.requested_at": getattr(data, "requested_at", None)}
+    problems = [
+        f"{where}: {problem}"
+        for where, when in times.items()
+        if when is not None and (problem := outside_window(when, now))
+    ]
+    if problems:
+        raise EventError("; ".join(problems))
 
 
 def event_id_of(raw: Any) -> str | None:

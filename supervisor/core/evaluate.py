@@ -4,6 +4,10 @@
 `evaluate(namespace, now, tasks=…, threads=…)` judges what those touched subjects can
 affect, which is what the service does after each batch and on each sweep. Both write
 through the `do_*` flag writers (flags.py), and never on top of a newer evaluation.
+
+A rule that raises leaves its own kind's flags as they were; every other kind is
+written, the subjects are due again at once (the sweep isolates the one that makes the
+rule raise, records it and backs it off), and `RuleFailed` is raised after the write.
 """
 
 from __future__ import annotations
@@ -22,10 +26,21 @@ from .entity_locks import lock_in_order, lock_subjects, retrying
 from .flags import do_open_flag, do_resolve_flag, do_update_evidence
 from .loader import load_for_subjects, load_namespace
 from .models import OUT_OF_DATE, Flag, Run, Source, Task, Thread, Wake
-from .rules import RULES, due_times, run_rules
+from .rules import RULES, judge
 from .snapshot import DetectionSettings
 
 RULE_KINDS = [rule.KIND for rule in RULES]
+
+
+class RuleFailed(Exception):
+    """Rules raised while judging these subjects; the other kinds' flags were written.
+    The message names each failed kind and its error; the first error is the cause."""
+
+    def __init__(self, failed: dict[str, Exception]):
+        self.failed = failed
+        super().__init__(
+            "; ".join(f"{kind}: {type(exc).__name__}: {exc}" for kind, exc in failed.items())
+        )
 
 
 def detection_settings(namespace_id: int) -> DetectionSettings:
@@ -158,8 +173,13 @@ def evaluate(
             task_ids, thread_ids = set(tasks or ()), set(threads or ())
         snap = load_for_subjects(namespace_id, task_ids, thread_ids)
         snap.judged = frozenset(task_ids)
-    findings = run_rules(snap, rules_settings, now)
-    due = due_times(snap, rules_settings, now)
+    judgement = judge(snap, rules_settings, now)
+    findings, due = judgement.findings, judgement.due
+    kinds = [kind for kind in RULE_KINDS if kind not in judgement.failed]
+    if judgement.failed:
+        # A failed kind's due times are unknown: look again as soon as the sweep may.
+        by_type = (("task", task_ids), ("thread", thread_ids))
+        due = {(kind, subject): now for kind, ids in by_type for subject in ids}
 
     def write() -> set[tuple[str, str]]:
         judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
@@ -182,7 +202,7 @@ def evaluate(
                 subjects,
                 wanted,
                 now,
-                kinds=RULE_KINDS,
+                kinds=kinds,
                 because=lambda key: resolved_because(snap, *key),
             )
             # Threads, then tasks, each in order of id: the order every writer locks them in.
@@ -191,6 +211,8 @@ def evaluate(
         return subjects
 
     subjects = retrying(write)
+    if judgement.failed:
+        raise RuleFailed(judgement.failed) from next(iter(judgement.failed.values()))
     return min((when for key, when in due.items() if key in subjects), default=None)
 
 

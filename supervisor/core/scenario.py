@@ -13,7 +13,7 @@ from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.utils import timezone
 
 from . import clock
-from .contract import _timestamp
+from .contract import parse_timestamp
 from .evaluate import evaluate
 from .ingest import apply_events
 from .models import Flag, Task, Thread
@@ -43,7 +43,7 @@ class Scenario:
         if not isinstance(body, dict) or not isinstance(body.get("events"), list):
             raise ScenarioError(f"{path}: a scenario is an object with an 'events' list")
         try:
-            until = _timestamp(body["until"]) if body.get("until") else None
+            until = parse_timestamp(body["until"]) if body.get("until") else None
         except ValueError as exc:
             raise ScenarioError(f"{path}: until {exc}") from None
         return cls(
@@ -170,7 +170,7 @@ def _earliest_due(namespace_id: int) -> datetime | None:
 
 def _event_time(raw) -> datetime | None:
     try:
-        return _timestamp(raw.get("at"))
+        return parse_timestamp(raw.get("at"))
     except (ValueError, AttributeError):
         return None
 

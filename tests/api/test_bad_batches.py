@@ -1,6 +1,6 @@
 """Hostile event batches (issue 11): valid events mixed with huge strings, odd JSON,
-invalid UTF-8, lone surrogates and NUL, impossible timestamps, unknown types and ids of
-every character class, sent over HTTP as JSON and NDJSON.
+invalid UTF-8, lone surrogates and NUL, impossible timestamps and times outside the
+window, unknown types and ids of every character class, sent over HTTP as JSON and NDJSON.
 
 For every example: no 5xx; a 4xx has a JSON error and stores nothing; a 200 accepts
 exactly the valid events, once, with a dead letter per rejected one, and leaves the
@@ -88,10 +88,13 @@ TIMES = st.sampled_from(
         "2026-11-05t22:40:00z",
         "2026-11-05 22:40:00+14:00",
         "2026-11-05T22:40:00.123456789-12:00",
-        "0001-01-01T00:00:00Z",
-        "9999-12-31T23:59:59Z",
+        "2000-01-01T00:00:00Z",
         "2024-02-29T12:00:00+05:30",
     ]
+)
+# Real times outside the window the supervisor accepts (supervisor/core/times.py).
+TIMES_OUTSIDE = st.sampled_from(
+    ["0001-01-01T00:00:00Z", "1999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59Z"]
 )
 IMPOSSIBLE_TIMES = st.sampled_from(
     [
@@ -238,6 +241,7 @@ def broken_event(draw):
             [
                 "unknown type",
                 "impossible time",
+                "time outside the window",
                 "unstorable id",
                 "unstorable field",
                 "unstorable key",
@@ -256,6 +260,10 @@ def broken_event(draw):
         return {**event, "type": kind if kind not in DATA_BY_TYPE else kind + "!"}
     if reason == "impossible time":
         return {**event, "at": draw(IMPOSSIBLE_TIMES)}
+    if reason == "time outside the window":
+        if "requested_at" in event["data"] and draw(st.booleans()):
+            return _set(event, ("data", "requested_at"), draw(TIMES_OUTSIDE))
+        return {**event, "at": draw(TIMES_OUTSIDE)}
     if reason == "unstorable id":
         return {**event, "id": draw(UNSTORABLE)}
     if reason == "unstorable field":

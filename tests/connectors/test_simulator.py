@@ -18,7 +18,7 @@ from django.db import transaction
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core import clock
 from supervisor.core.connectors import Outgoing, SettingsError, connector_for
-from supervisor.core.contract import _timestamp, parse_event
+from supervisor.core.contract import parse_event, parse_timestamp
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag, IngestedEvent, Run, Task, Wake
@@ -129,7 +129,7 @@ def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
         name=document["name"],
         events=document["events"],
         settings=document["settings"],
-        until=_timestamp(document["until"]),
+        until=parse_timestamp(document["until"]),
         expect=document["expect"],
         expect_open=document["expect_open"],
     )
@@ -151,7 +151,7 @@ def test_fleets_open_exactly_their_expected_flags_at_their_end(db, seed):
     source, _ = do_create_source(f"fleet-{seed}")
     ingest(source, events)
     manifest = fleet.manifest()
-    evaluate_at(source.namespace_id, _timestamp(manifest["until"]))
+    evaluate_at(source.namespace_id, parse_timestamp(manifest["until"]))
     assert expected_open(manifest), f"seed {seed} carries failures"
     assert open_flags(source.namespace_id) == expected_open(manifest)
     assert Task.objects.filter(namespace_id=source.namespace_id, known=True).count() == 20
@@ -184,7 +184,7 @@ def test_the_command_sends_a_fleet_over_the_http_api(live_server, tmp_path):
         )
     )
     assert known == {task["task"] for task in manifest["tasks"]} and len(known) == 12
-    evaluate_at(source.namespace_id, _timestamp(manifest["until"]))
+    evaluate_at(source.namespace_id, parse_timestamp(manifest["until"]))
     expected = expected_open(manifest)
     assert expected, "seed 7 carries failures"
     assert open_flags(source.namespace_id) == expected
@@ -360,7 +360,7 @@ def test_the_registry_binds_the_simulator_and_checks_its_settings(simulated):
 
 def test_deliver_wakes_the_parent_with_a_new_run_and_resolves_the_stale_result(simulated):
     task, fleet = stale_task(simulated)
-    until = _timestamp(fleet.manifest()["until"])
+    until = parse_timestamp(fleet.manifest()["until"])
     evaluate_at(simulated.namespace_id, until)
     assert open_flags(simulated.namespace_id)[("task", task.task_id)] == [
         "premature_completion",

@@ -386,7 +386,7 @@ def test_resending_pruned_events_changes_nothing_and_reopens_no_flag(source, use
 def test_a_pruned_resolved_flag_is_not_reopened_by_its_events_sent_again(source):
     """An orphan wake, flagged, then resolved when its task arrives; both events and
     the flag pruned; both events again: the condition does not hold, nothing opens."""
-    t0 = datetime(2027, 1, 1, tzinfo=UTC)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)  # in the past: times ahead of the clock are refused
     stamp = lambda s: (t0 + timedelta(seconds=s)).isoformat()  # noqa: E731
     wake = {
         "id": "w1",

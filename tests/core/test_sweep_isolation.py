@@ -10,11 +10,12 @@ from django.urls import reverse
 
 from supervisor.core import clock
 from supervisor.core import sweep as sweep_module
+from supervisor.core.contract import parse_event
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.metrics import collect
 from supervisor.core.models import Action, Flag, Source, SweepFailure, Task
-from supervisor.core.rules import stuck
+from supervisor.core.rules import late_wake, stuck
 from supervisor.core.sources import do_create_source
 from supervisor.core.sweep import sweep
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
@@ -30,16 +31,16 @@ NOW = BASE + timedelta(hours=2)
 
 
 class BadSubject:
-    """A rule that raises whenever it judges BAD, as a rule would on data it chokes on;
-    `broken = False` mends it."""
+    """A rule that raises whenever it judges `subject` (BAD), as a rule would on data it
+    chokes on; `broken = False` mends it."""
 
-    def __init__(self, real):
-        self.real, self.broken, self.tries = real, True, 0
+    def __init__(self, real, subject=BAD):
+        self.real, self.subject, self.broken, self.tries = real, subject, True, 0
 
     def findings(self, snap, settings, now):
-        if self.broken and BAD in getattr(snap, "judged", snap.tasks):
+        if self.broken and self.subject in getattr(snap, "judged", snap.tasks):
             self.tries += 1
-            raise RuntimeError(f"cannot make sense of {BAD}")
+            raise RuntimeError(f"cannot make sense of {self.subject}")
         return self.real(snap, settings, now)
 
 
@@ -71,11 +72,13 @@ def test_a_subject_that_raises_is_recorded_and_the_rest_is_judged(fleet, bad_sub
     failure = SweepFailure.objects.get()
     assert (failure.job, failure.subject_type, failure.subject_id) == ("sweep", "task", BAD)
     assert failure.namespace.name == "first" and failure.failures == 1
-    assert failure.error == f"RuntimeError: cannot make sense of {BAD}"
+    assert failure.error == f"RuleFailed: stuck: RuntimeError: cannot make sense of {BAD}"
     assert "Traceback" in failure.traceback and "findings" in failure.traceback
     assert failure.first_failed_at == NOW and failure.retry_at > NOW
-    # Everything else was judged, in both namespaces.
-    assert Task.objects.get(task_id=BAD).evaluated_at is None
+    # Everything else was judged, in both namespaces; BAD too, but for the rule that
+    # raised, and it is due again (held back while its failure backs off).
+    bad = Task.objects.get(task_id=BAD)
+    assert bad.evaluated_at == NOW and bad.next_check_at == NOW
     assert Task.objects.exclude(task_id=BAD).filter(evaluated_at=None, known=True).count() == 0
     assert Flag.objects.filter(subject_id=STALE, kind="premature_completion").exists()
 
@@ -160,3 +163,54 @@ def test_a_failing_subject_judged_since_by_an_evaluation_job_is_forgotten(fleet,
     evaluate(task.namespace_id, NOW + timedelta(seconds=1), tasks=[BAD])  # an ingest's job
     sweep_at(NOW + timedelta(seconds=2))
     assert not SweepFailure.objects.exists()
+
+
+def test_a_stale_tasks_three_flags_resolve_after_delivery_though_one_rule_raises(
+    source, monkeypatch
+):
+    """Issue 29: a subject whose evaluation raised kept its open flags for ever (a wake
+    at 9999 broke late_wake). A rule that raises now leaves only its own kind as it
+    was; the other kinds move."""
+    choking = BadSubject(late_wake.findings, STALE)
+    choking.broken = False
+    monkeypatch.setattr(late_wake, "findings", choking.findings)
+    last = max(parse_event(e).at for e in SEED000)
+    with time_machine.travel(last, tick=False):
+        apply_events(source, SEED000)
+    sweep_at(last + timedelta(minutes=5))
+    stale = Flag.objects.filter(subject_id=STALE, state="open")
+    kinds = {"premature_completion", "stale_result", "undelivered_result"}
+    assert set(stale.values_list("kind", flat=True)) == kinds
+
+    choking.broken = True  # from here on, late_wake chokes on the task
+    delivered = last + timedelta(minutes=6)
+    with time_machine.travel(delivered, tick=False):
+        apply_events(source, delivery_of_the_latest_result(delivered))
+    sweep_at(delivered)
+    assert not stale.exists()
+    assert set(Flag.objects.filter(subject_id=STALE).values_list("kind", flat=True)) == kinds
+    failure = SweepFailure.objects.get()
+    assert (failure.subject_type, failure.subject_id) == ("task", STALE)
+    assert failure.error == f"RuleFailed: late_wake: RuntimeError: cannot make sense of {STALE}"
+    assert "Traceback" in failure.traceback and "findings" in failure.traceback
+
+
+def delivery_of_the_latest_result(when) -> list[dict]:
+    """A task wake to the parent with run 4's text, and its delivery."""
+    stamp = when.isoformat()
+    latest = "All checks green, both reviews addressed. PR #812 is ready to merge."
+    source = {"kind": "task", "task": STALE, "thread": "thread:delegated-task:retry-port"}
+    return [
+        {
+            "id": "deliver-q",
+            "type": "wake.queued",
+            "at": stamp,
+            "data": {
+                "wake": "w:deliver",
+                "thread": "thread:parent-release",
+                "source": source,
+                "summary": latest,
+            },
+        },
+        {"id": "deliver-d", "type": "wake.delivered", "at": stamp, "data": {"wake": "w:deliver"}},
+    ]

@@ -688,3 +688,28 @@ def test_the_beat_job_follows_the_other_sources_when_one_fails(t3_source, state_
     assert read == {"t3-origin": 0}  # imported; the broken one said why and was passed
     assert Task.objects.filter(task_id="node:delegated-task:cmd%3Aremote-probe").exists()
     assert "no T3 event log" in FollowState.objects.get(source=broken).last_error
+
+
+def test_times_t3_got_wrong_give_way_to_the_rows_own_and_never_stop_following(
+    t3_source, state_path
+):
+    """Issue 29: a T3 time outside the window the supervisor accepts (year 9999, one
+    that is no real time in UTC, no real date) is passed over for the row's own time,
+    counted; following goes on and no event is a dead letter."""
+    t3 = FakeT3(state_path)
+    t3.thread("thread:x", at="2026-11-10T08:00:00.000Z", title="x")
+    run = t3.run("thread:x", 1, at="2026-11-10T08:00:00.000Z")
+    t3.update_run(run, at="2026-11-10T08:00:01.000Z", status="running")
+    for when in ("9999-12-31T23:59:59-05:00", "2026-02-30T08:00:00.000Z"):
+        t3.ignored_event(at=when, thread="thread:x", run=run)  # activity, told by T3's time
+    t3.update_run(
+        run, at="2026-11-10T08:05:00.000Z", status="completed", completedAt="9999-12-31T23:59:00Z"
+    )
+    t3.close()
+    progress = follower(t3_source, state_path, start="log").follow()
+    assert progress.rejected == 0 and not DeadLetter.objects.exists()
+    finished = IngestedEvent.objects.get(type="run.finished")
+    assert finished.at.isoformat() == "2026-11-10T08:05:00+00:00"
+    state = FollowState.objects.get()
+    assert state.unknown["timestamp:outside the window"] == 1
+    assert state.position == progress.position and progress.rows == 6

@@ -39,10 +39,12 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
-from supervisor.core.contract import TaskDelegated
+from supervisor.core import clock
+from supervisor.core.contract import TaskDelegated, parse_timestamp
+from supervisor.core.times import outside_window
 
 from .schema import RESTART_COMMAND, Row, decoded
 
@@ -1342,10 +1344,16 @@ class Mapper:
 
     def _at(self, *candidates: Any) -> str | None:
         """The first well-formed timestamp of the candidates (T3's own fields before the
-        row's `occurred_at`); None, counted, when there is none."""
+        row's `occurred_at`) that is a real time inside the window the supervisor accepts
+        (core/times.py): one T3 got wrong (9999, 2026-02-30) is counted and passed over
+        for the next. None, counted, when there is none."""
         for value in candidates:
-            if isinstance(value, str) and ISO.match(value):
+            if not (isinstance(value, str) and ISO.match(value)):
+                continue
+            problem = _time_problem(value)
+            if problem is None:
                 return value
+            self._unknown_value(f"timestamp:{problem}")
         self._unknown_value("timestamp")
         return None
 
@@ -1455,5 +1463,16 @@ def _normalized(text: str | None) -> str:
     return " ".join((text or "").split()).casefold()
 
 
+def _time_problem(value: str) -> str | None:
+    """Why T3's `value` is no time to tell (None when it is one): the contract would
+    refuse it, and its event would be a dead letter instead of a fact."""
+    try:
+        when = parse_timestamp(value)
+    except ValueError:
+        return "not a real time"
+    return "outside the window" if outside_window(when, clock.now()) else None
+
+
 def _parse(at: str) -> datetime:
-    return datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(UTC)
+    """A time `_at` chose: real, so this cannot raise."""
+    return parse_timestamp(at)

@@ -4,10 +4,14 @@ Each module has `KIND` and `findings(snap, settings, now) -> list[Finding]`: the
 on which its kind is open now (raise condition holds, resolve condition does not). A
 time-based module also has `due_times(snap, settings, now)`: for each subject, the
 earliest later time at which its findings there could change with no new event.
+
+`judge` runs each rule on its own: a rule that raises is reported with its error, and
+the others' findings stand, so one broken rule cannot freeze the other kinds' flags.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot
@@ -42,6 +46,33 @@ RULES = (
     dispatch_lag,
     delegation_rejected,
 )
+
+
+@dataclass
+class Judgement:
+    """What the rules found on a snapshot: findings, due times, and the kinds whose
+    rule raised (kind -> its error), which found nothing here."""
+
+    findings: list[Finding] = field(default_factory=list)
+    due: dict = field(default_factory=dict)
+    failed: dict[str, Exception] = field(default_factory=dict)
+
+
+def judge(snap: Snapshot, settings: DetectionSettings, now: datetime) -> Judgement:
+    """Every kind's findings and due times, each rule isolated from the others."""
+    judgement = Judgement()
+    for rule in RULES:
+        try:
+            found = rule.findings(snap, settings, now)
+            due = rule.due_times(snap, settings, now) if hasattr(rule, "due_times") else {}
+        except Exception as exc:
+            judgement.failed[rule.KIND] = exc
+            continue
+        judgement.findings += found
+        for subject, when in due.items():
+            if subject not in judgement.due or when < judgement.due[subject]:
+                judgement.due[subject] = when
+    return judgement
 
 
 def run_rules(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot, WakeView
+from ..times import after
 from .orphan_wake import names_unknown_task, wake_subject
 from .wake_deadlines import earliest_by_subject, passed_by_subject
 
@@ -25,7 +26,6 @@ def _due(
     snap: Snapshot, settings: DetectionSettings
 ) -> list[tuple[datetime, tuple[str, str], WakeView]]:
     """Each undelivered task wake, with when it becomes late and the subject it sits on."""
-    timeout = timedelta(seconds=settings.wake_timeout)
     due = []
     for wake in sorted(snap.wakes.values(), key=lambda w: w.id):
         if wake.source_kind != "task" or wake.queued_at is None or wake.delivered:
@@ -35,7 +35,7 @@ def _due(
         else:
             subject = "task", wake.source_task
         if subject is not None:
-            due.append((wake.queued_at + timeout, subject, wake))
+            due.append((after(wake.queued_at, settings.wake_timeout), subject, wake))
     return due
 
 

@@ -8,9 +8,10 @@ its result: such a result stays `pending` for good while the parent sits idle.""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from ..times import after
 from .task_deadlines import coming, opened
 
 KIND = "never_delivered"
@@ -67,7 +68,7 @@ def _due(
             **_record(report),
         },
     )
-    return quiet_since + timedelta(seconds=settings.delivery_grace), finding
+    return after(quiet_since, settings.delivery_grace), finding
 
 
 def _record(report) -> dict:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..ownership import child_thread_task
 from ..snapshot import DetectionSettings, Finding, Snapshot, WakeView
+from ..times import after
 from .wake_deadlines import earliest_by_subject, passed_by_subject
 
 KIND = "orphan_wake"
@@ -41,14 +42,13 @@ def _due(
     snap: Snapshot, settings: DetectionSettings
 ) -> list[tuple[datetime, tuple[str, str], WakeView]]:
     """Each wake naming an unknown task, with when it counts as orphaned and its subject."""
-    grace = timedelta(seconds=settings.orphan_grace)
     due = []
     for wake in sorted(snap.wakes.values(), key=lambda w: w.id):
         if wake.queued_at is None or not names_unknown_task(snap, wake):
             continue
         subject = wake_subject(snap, wake)
         if subject is not None:
-            due.append((wake.queued_at + grace, subject, wake))
+            due.append((after(wake.queued_at, settings.orphan_grace), subject, wake))
     return due
 
 

@@ -7,7 +7,7 @@ sources, not on a namespace snapshot.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding
 
@@ -28,7 +28,7 @@ def findings(sources: list[SourceView], now: datetime) -> list[Finding]:
         if source.unfinished_tasks == 0 or source.last_event_at is None:
             continue
         silent_for = now - source.last_event_at
-        if silent_for < timedelta(seconds=source.settings.source_silence):
+        if silent_for.total_seconds() < source.settings.source_silence:
             continue
         found.append(
             Finding(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..ownership import (
     awaited,
@@ -14,6 +14,7 @@ from ..ownership import (
     owned_runs,
 )
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView, WakeView
+from ..times import after
 
 KIND = "stuck"
 
@@ -93,27 +94,28 @@ def _idle_due(
     if not happenings:
         return None
     last = max(happenings, key=lambda h: (h.at, h.event_id or ""))
-    when = idle_reached_at(last.at, _waits(snap, task), timedelta(seconds=settings.stuck_after))
+    when = idle_reached_at(last.at, _waits(snap, task), settings.stuck_after)
     return (when, last) if when is not None else None
 
 
 def idle_reached_at(
-    since: datetime, waits: list[tuple[datetime, datetime | None]], idle: timedelta
+    since: datetime, waits: list[tuple[datetime, datetime | None]], idle: float
 ) -> datetime | None:
     """The time at which `idle` has passed since `since`, not counting the periods of
-    `waits` (start, end or None while it lasts); None if a wait never ends."""
+    `waits` (start, end or None while it lasts), `idle` in seconds; None if a wait
+    never ends."""
     clock, remaining = since, idle
     for start, end in sorted(waits, key=lambda w: w[0]):
         if end is not None and end <= clock:
             continue
         if start > clock:
-            if start - clock >= remaining:
+            if (start - clock).total_seconds() >= remaining:
                 break
-            remaining -= start - clock
+            remaining -= (start - clock).total_seconds()
         if end is None:
             return None
         clock = max(clock, end)
-    return clock + remaining
+    return after(clock, remaining)
 
 
 def _happenings(snap: Snapshot, task: TaskView) -> list[Happening]:
@@ -177,7 +179,6 @@ def _unstarted_wakes(
     runs = snap.runs_by_thread.get(thread, [])
     # A run names its waking wake: only runs of this thread can have started its wakes.
     started = {run.trigger_ref for run in runs if run.trigger_kind == "wake"}
-    timeout = timedelta(seconds=settings.wake_start_timeout)
     due = []
     for wake in sorted(snap.wakes_by_target.get(thread, []), key=lambda w: w.id):
         if wake.queued_at is None or wake.delivered or wake.id in started:
@@ -186,7 +187,7 @@ def _unstarted_wakes(
         if any(not run.finished for run in busy):
             continue  # judged once that run ends; until then (a) watches the run
         since = max([wake.queued_at] + [run.finished_at for run in busy])
-        due.append((since + timeout, wake))
+        due.append((after(since, settings.wake_start_timeout), wake))
     return due
 
 

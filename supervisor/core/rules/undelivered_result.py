@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..ownership import has_reached_parent, latest_result_run, result_run
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from ..times import after
 from .task_deadlines import coming, opened
 
 KIND = "undelivered_result"
@@ -51,4 +52,4 @@ def _due(
             "latest_result": latest.summary,
         },
     )
-    return latest.finished_at + timedelta(seconds=settings.delivery_grace), finding
+    return after(latest.finished_at, settings.delivery_grace), finding

@@ -136,7 +136,7 @@ def test_a_quiet_run_under_stuck_after_is_not_stuck():
 def test_idle_reached_at_skips_the_waits():
     waits = [(at(100), at(500)), (at(300), at(700)), (at(2000), at(2100))]
     # idle 0-100 (100 s), waiting 100-700, idle 700-2000 (1300 s), then 600 s more from 2100.
-    assert rule.idle_reached_at(at(0), waits, at(2000) - at(0)) == at(2700)
+    assert rule.idle_reached_at(at(0), waits, 2000) == at(2700)
 
 
 def test_evidence_names_the_last_owned_happening():
