@@ -261,7 +261,7 @@ def soak(args, port, password, up_pid, sync_playwright, psycopg) -> dict:
             pages[name][1].send("Performance.enable")
 
         def sample() -> dict:
-            web = descendants_named(up_pid, "daphne")
+            web = descendants_named(up_pid, "supervisor.asgi")
             worker = descendants_named(up_pid, "worker")
             out = {"web_rss_mb": rss_mb(web), "worker_rss_mb": rss_mb(worker)}
             for name, (page, cdp) in pages.items():
@@ -315,6 +315,7 @@ def soak(args, port, password, up_pid, sync_playwright, psycopg) -> dict:
             "frames": len(w.ranges),
             "changes_after_load": len(mine),
             "frames_missed": len(w.missed(mine)),
+            "missed_ids": w.missed(mine)[:20],
             "overlapping_frames": w.overlapping,
             "banners_seen": w.banners,
             "caught_up": w.last >= latest,

@@ -44,7 +44,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from . import groups
 from .layer import LAYER_ERRORS, LAYER_LOST
 from .notes import notes_after
-from .relay import relay
+from .relay import relay, settled
 from .rendering import MISSING, Page, cached_note, page_of, render_frame, render_note
 from .session import session_digest, session_reads
 
@@ -240,15 +240,21 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.close(code=SESSION_ENDED)
 
     async def resume(self, after: int) -> None:
-        """Send every change after `after` that concerns this page, then go live."""
+        """Send every change after `after` that concerns this page, then go live. Past
+        what the relay has sent, only ids that follow one by one: a read of its own could
+        pass an id not yet committed, which the relay's frames bring later, in order."""
         start = max(after, self.cursor or 0)
+        ceiling = relay.last_id
         while not self.ended:
-            notes = await database_sync_to_async(notes_after)(start)
+            read = await database_sync_to_async(notes_after)(start)
+            notes = settled(read, start, ceiling)
             for note in notes:
                 await self.push(note)
             if not notes:
                 break
             start = notes[-1]["id"]
+            if len(notes) < len(read):
+                break
         self.cursor = max(self.cursor or 0, start)
         await self.go_live()
 

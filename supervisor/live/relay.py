@@ -8,6 +8,12 @@ process's sockets of that Page join (groups.page). The consumers only send it on
 PostgreSQL wakes it with LISTEN/NOTIFY (a trigger notifies on every insert into the
 change log); SQLite is polled. Either way it also polls slowly, so a missed wake-up
 costs at most a second.
+
+It sends changes in id order with none left out. On PostgreSQL two transactions may
+commit out of id order: change N still uncommitted when N+1 is read. The relay then
+holds N+1 back until N is committed, or until every transaction that was open when the
+gap was seen has ended without it (rolled back: N never comes). SQLite has one writer
+at a time, so its ids commit in order.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.db import connection
+from django.db import IntegrityError, OperationalError, connection, transaction
 
 from . import groups
 from .notes import latest_change_id, notes_after
@@ -30,6 +36,10 @@ log = logging.getLogger(__name__)
 CHANNEL = "supervisor_changes"
 POLL_SQLITE = 0.1  # seconds
 POLL_SAFETY = 1.0
+# A gap's writer is asked about this long after the gap was seen (by then it has its
+# transaction id), and passed over after GAP_MAX whatever it says.
+GAP_SETTLE, GAP_MAX = 0.2, 30.0
+GAP_POLL = 0.05  # seconds between reads while a gap is open
 BACKOFF, BACKOFF_MAX = 0.5, 8.0  # seconds between tries while the database or layer is down
 
 
@@ -51,6 +61,7 @@ class ChangeRelay:
         self._sending: set[Page] = set()  # the pages of the batch being rendered and sent
         self._leaving: list[tuple[Page, str]] = []  # left during that batch: its frame first
         self._sent: dict[Page, tuple[int, float]] = {}  # each page's last frame, and when
+        self._gap: Gap | None = None  # the first id not yet committed, on PostgreSQL
 
     def missed(self, page: Page, cursor: int, grace: float) -> bool:
         """Whether a frame sent to `page` over `grace` seconds ago is past `cursor`: its
@@ -102,9 +113,13 @@ class ChangeRelay:
                     if waker is None:
                         waker = await _Waker.open()
                     notes = await database_sync_to_async(notes_after)(self.last_id)
+                    notes = await self._in_commit_order(notes)
                     if notes:
                         await self._send(layer, notes)
                         self.last_id = notes[-1]["id"]
+                    elif self._gap is not None:
+                        # A rolled-back writer notifies nobody: look again soon.
+                        await asyncio.sleep(GAP_POLL)
                     else:
                         await waker.wait()
                     if failures:
@@ -123,6 +138,24 @@ class ChangeRelay:
         finally:
             if waker is not None:
                 await waker.close()
+
+    async def _in_commit_order(self, notes: list[dict]) -> list[dict]:
+        """The notes that may go now: those before the first id not yet committed, or
+        past it once its writer ended without it."""
+        if not notes or connection.vendor != "postgresql":
+            return notes
+        ready = in_order(notes, self.last_id)
+        if ready:
+            return ready  # the gap, if any, is looked at with the next read
+        missing = self.last_id + 1
+        if self._gap is None or self._gap.missing != missing:
+            self._gap = Gap(missing)
+            return []
+        if self._gap.dead:  # decided before this read: the id is not in it, and never will be
+            self._gap = None
+            return in_order(notes, notes[0]["id"] - 1)
+        await database_sync_to_async(self._gap.check)()
+        return []
 
     async def _render(self, notes: list[dict], pages: list[Page]) -> dict[Page, str]:
         return await database_sync_to_async(render_frames)(notes, pages)
@@ -154,6 +187,77 @@ class ChangeRelay:
                 },
             )
             self._sent[page] = (notes[-1]["id"], time.monotonic())
+
+
+def in_order(notes: list[dict], after: int) -> list[dict]:
+    """The notes whose ids follow `after` one by one, up to the first missing id."""
+    ready = []
+    for note in notes:
+        if note["id"] != after + 1 + len(ready):
+            break
+        ready.append(note)
+    return ready
+
+
+def settled(notes: list[dict], after: int, relayed: int | None) -> list[dict]:
+    """The notes a socket's catch-up may send now: those up to `relayed` (the relay's
+    cursor: what it passed is final), then those that follow one by one."""
+    if relayed is None:
+        return notes
+    passed = [note for note in notes if note["id"] <= relayed]
+    return passed + in_order(notes[len(passed) :], max(after, relayed))
+
+
+class Gap:
+    """A change id not committed while a later one is (PostgreSQL). It is asked about by
+    inserting a row with that id, and rolling it back: the insert waits on a writer
+    still open (the unique index does), fails on a committed row, and goes through when
+    the id was rolled back, so never comes. Other transactions, however long, do not
+    matter. Asked only GAP_SETTLE after the gap was seen: a writer that took the id has
+    written its row long before."""
+
+    class Free(Exception):
+        """The probe's row went in: nobody holds the id."""
+
+    def __init__(self, missing: int):
+        self.missing = missing
+        self.seen = time.monotonic()
+        self.dead = False
+
+    def check(self) -> None:
+        waited = time.monotonic() - self.seen
+        if waited < GAP_SETTLE:
+            return
+        state = self._probe()
+        if state == "open" and waited < GAP_MAX:
+            return
+        if state == "open":
+            log.warning(
+                "change relay: change %d still not committed after %.0f s; going on without it",
+                self.missing,
+                waited,
+            )
+        # "committed" too: the next read has it, and in_order takes it as it comes.
+        self.dead = state != "committed"
+
+    def _probe(self) -> str:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '100ms'")
+                cursor.execute(
+                    "INSERT INTO core_change (id, at, kind, subject_type, subject_id, payload) "
+                    "VALUES (%s, now(), 'relay.probe', '', '', '{}')",
+                    [self.missing],
+                )
+                raise Gap.Free  # rolls the probe back
+        except Gap.Free:
+            return "rolled back"
+        except IntegrityError:
+            return "committed"
+        except OperationalError as exc:
+            if getattr(getattr(exc, "__cause__", None), "sqlstate", None) == "55P03":
+                return "open"  # lock_not_available: its writer is still at work
+            raise
 
 
 def _reason(exc: Exception) -> str:
