@@ -29,7 +29,7 @@ from supervisor.core.models import Flag
 from supervisor.core.task_query import task_queryset
 
 from .answers import errors
-from .auth import actor_of, namespace_of
+from .auth import WITHHELD, actor_of, may_read, namespace_of
 from .inputs import STRICT, Id, Text
 from .scopes import ScopedRouter
 from .serialize import action_json, preview_json
@@ -49,10 +49,21 @@ class ActionRequest(Schema):
     preview: Text | None = None
 
 
-def changed(refusal: PreviewChanged) -> JsonResponse:
+def changed(request: HttpRequest, refusal: PreviewChanged) -> JsonResponse:
     return JsonResponse(
-        {"error": str(refusal), "preview": preview_json(refusal.preview)}, status=409
+        {"error": str(refusal), "preview": shown(request, preview_json(refusal.preview))},
+        status=409,
     )
+
+
+def shown(request: HttpRequest, answer: dict, *, named: bool = True) -> dict:
+    """A preview or an action as this caller may see it: without its text for a token
+    that may act but not read (auth.may_read), and without what names its task (the
+    task, its run, its target thread) unless the caller `named` it."""
+    if may_read(request):
+        return answer
+    unnamed = {} if named else {"task": None, "run": None, "target_thread": None}
+    return {**answer, "text": None, **unnamed, "withheld": WITHHELD}
 
 
 @router.get(
@@ -71,7 +82,7 @@ def preview_request(
     if kind not in KINDS:
         raise HttpError(400, f"kind must be one of {', '.join(KINDS)}")
     task = find_task(task_id, namespace_of(request, namespace))
-    return preview_json(preview_action(task, kind, run=run, message=message))
+    return shown(request, preview_json(preview_action(task, kind, run=run, message=message)))
 
 
 @router.post(
@@ -98,10 +109,10 @@ def request_action(
             previewed=body.preview,
         )
     except PreviewChanged as exc:
-        return changed(exc)
+        return changed(request, exc)
     except ActionRefused as exc:
         raise HttpError(exc.status, str(exc)) from None
-    return Status(202, action_json(action))
+    return Status(202, shown(request, action_json(action)))
 
 
 class BulkFilter(Schema):
@@ -155,8 +166,9 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     if count > BULK_LIMIT:
         raise HttpError(400, f"{count} tasks match; narrow the filter to at most {BULK_LIMIT}")
     previews = [preview_action(t, body.kind, message=body.message) for t in tasks]
+    readable = may_read(request)
     if not body.confirm:
-        return bulk_preview(body.kind, previews)
+        return bulk_preview(body.kind, previews, readable)
     if body.selection is None:
         raise HttpError(400, "confirm needs 'selection', as the preview answered it")
     try:
@@ -164,7 +176,7 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     except NotAPin as exc:
         raise HttpError(400, str(exc)) from None
     if changed or body.expected not in (None, count):
-        return bulk_changed(body.kind, previews, changed)
+        return bulk_changed(body.kind, previews, changed, readable)
     # Each task's action is checked again as it is recorded: a text that changes in
     # between is refused for that task (PreviewChanged), never sent unseen.
     outcome = do_request_bulk(
@@ -179,9 +191,9 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
     return {
         "kind": body.kind,
         "count": count,
-        "actions": [action_json(a) for a in outcome.created],
+        "actions": [shown(request, action_json(a), named=False) for a in outcome.created],
         "refused": [
-            {"task": t.task_id, "namespace": t.namespace.name, "error": error}
+            {"task": t.task_id if readable else None, "namespace": t.namespace.name, "error": error}
             for t, error in outcome.refused
         ],
     }
@@ -190,7 +202,7 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
 NAMED_CHANGES = 10  # tasks named one by one in a 409's error
 
 
-def bulk_changed(kind: str, previews: list, changed: list) -> JsonResponse:
+def bulk_changed(kind: str, previews: list, changed: list, readable: bool) -> JsonResponse:
     """409: nothing was done; what changed since the preview, and the new preview."""
     others = any(what in ("new since the preview", "no longer matches") for _, what in changed)
     lead = (
@@ -201,6 +213,8 @@ def bulk_changed(kind: str, previews: list, changed: list) -> JsonResponse:
     named = "; ".join(f"{t.task_id}: {what}" for t, what in changed[:NAMED_CHANGES])
     if len(changed) > NAMED_CHANGES:
         named += f"; and {len(changed) - NAMED_CHANGES} more"
+    if not readable:
+        named, changed = (f"{len(changed)} task(s)" if changed else ""), []
     return JsonResponse(
         {
             "error": f"{lead}{': ' + named if named else ''}; nothing was done: read the new "
@@ -209,18 +223,26 @@ def bulk_changed(kind: str, previews: list, changed: list) -> JsonResponse:
                 {"task": t.task_id, "namespace": t.namespace.name, "what": what}
                 for t, what in changed
             ],
-            "preview": bulk_preview(kind, previews),
+            "preview": bulk_preview(kind, previews, readable),
         },
         status=409,
     )
 
 
-def bulk_preview(kind: str, previews: list) -> dict:
+SAMPLE = 20  # the contract's `sample`: the first tasks, with what each would get
+
+
+def bulk_preview(kind: str, previews: list, readable: bool) -> dict:
     """The count, every matching task with what it would get (as its own preview says
-    it), and the `selection` that pins them: a confirmation must carry it."""
-    return {
+    it; `sample` is the first of them, as contract 1.1 has it), and the `selection` that
+    pins them: a confirmation must carry it. A caller that may act but not read gets
+    the count and the selection only."""
+    tasks = [preview_json(p) for p in previews] if readable else []
+    answer = {
         "kind": kind,
         "count": len(previews),
-        "tasks": [preview_json(p) for p in previews],
+        "tasks": tasks,
+        "sample": tasks[:SAMPLE],
         "selection": pin(kind, previews),
     }
+    return answer if readable else {**answer, "withheld": WITHHELD}

@@ -66,6 +66,19 @@ def actor_of(request: HttpRequest):
     return user, f"user:{user.get_username()}"
 
 
+WITHHELD = (
+    "this token has the 'act' scope but not 'read': what agents wrote (texts, task ids "
+    "of a bulk preview, evidence) is left out"
+)
+
+
+def may_read(request: HttpRequest) -> bool:
+    """Whether the caller may be shown what agents wrote: a person's session, or a token
+    with the `read` scope (an `act` token without it acts, and is shown no text)."""
+    source = getattr(request, "source", None)
+    return source is None or "read" in source.scope_set
+
+
 def namespace_of(request: HttpRequest, namespace: str | None = None) -> str | None:
     """The namespace a request may see: a token's own (asking for another is a 404), or
     for a session the one asked for (None: all)."""

@@ -18,7 +18,7 @@ from supervisor.core.models import Flag
 
 from . import pagination
 from .answers import errors
-from .auth import actor_of, namespace_of
+from .auth import WITHHELD, actor_of, may_read, namespace_of
 from .inputs import STRICT, Moment, Text
 from .scopes import ScopedRouter
 from .serialize import flag_json
@@ -106,4 +106,7 @@ def act_on_flag(request, flag_id: int, body: FlagAction):
     except FlagActionError as exc:
         conflict = "resolved" in str(exc)
         raise HttpError(409 if conflict else 400, str(exc)) from None
-    return flag_json(flag)
+    answer = flag_json(flag)
+    if not may_read(request):  # evidence quotes what agents wrote
+        answer = {**answer, "evidence": None, "withheld": WITHHELD}
+    return answer

@@ -3,9 +3,10 @@ session instead. The one table; docs/security.md shows it (a test checks that th
 agree), `ScopedRouter` gives every operation its row's guard, and an operation without
 a row fails at import.
 
-`act` comes on top of `read`: an acting operation answers with what agents wrote (a
-preview shows the text each task would get, an action the text it sends, a flag its
-evidence), and a script must see what it confirms, so it needs both.
+`act` alone acts, as the contract's §6 says; what agents wrote (the text a preview or
+an action carries, a bulk preview's tasks, a flag's evidence) is shown only to a
+caller that may also read (auth.may_read), and left out, saying so, for one that may
+not.
 """
 
 import re
@@ -46,10 +47,10 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("GET", "/api/v1/tasks"): Need(("read",), ANYONE),
     ("GET", "/api/v1/tasks/{task_id}"): Need(("read",), ANYONE),
     ("GET", "/api/v1/flags"): Need(("read",), ANYONE),
-    ("POST", "/api/v1/flags/{flag_id}"): Need(("read", "act"), OPERATOR),
-    ("GET", "/api/v1/tasks/{task_id}/actions/preview"): Need(("read", "act"), OPERATOR),
-    ("POST", "/api/v1/tasks/{task_id}/actions"): Need(("read", "act"), OPERATOR),
-    ("POST", "/api/v1/actions/bulk"): Need(("read", "act"), OPERATOR),
+    ("POST", "/api/v1/flags/{flag_id}"): Need(("act",), OPERATOR),
+    ("GET", "/api/v1/tasks/{task_id}/actions/preview"): Need(("act",), OPERATOR),
+    ("POST", "/api/v1/tasks/{task_id}/actions"): Need(("act",), OPERATOR),
+    ("POST", "/api/v1/actions/bulk"): Need(("act",), OPERATOR),
     # Not operations of the routers: ninja's own pages, and the Prometheus scrape.
     ("GET", "/api/v1/openapi.json"): Need((), EVERYONE),  # the contract's schema: no data
     ("GET", "/api/v1/docs"): Need(("read",), ANYONE),  # docs.py

@@ -21,7 +21,7 @@ DEFAULT_SCOPES = ["ingest", "read"]
 SCOPE_WORDS = {
     "ingest": "ingest — send events",
     "read": "read — read tasks and flags through the API",
-    "act": "act — cancel, continue, deliver and act on flags through the API (with read)",
+    "act": "act — cancel, continue, deliver and act on flags by API (texts only with read)",
     "metrics": "metrics — read the Prometheus figures at /metrics",
 }
 ROLE_CHOICES = [(role, f"{role} — {ROLE_WORDS[role]}") for role in ROLES]

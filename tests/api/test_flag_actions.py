@@ -173,3 +173,14 @@ def test_a_logged_in_operator_acts_with_the_csrf_token(user, flag):
 def test_an_unknown_flag_is_404(client, source):
     response = act(client, Flag(pk=999999), source.token, action="acknowledge")
     assert response.status_code == 404
+
+
+def test_a_token_with_act_alone_acknowledges_and_is_shown_no_evidence(client, source, flag):
+    # Contract §6: `act` acts. The evidence quotes what agents wrote: only with `read`.
+    assert flag.evidence
+    _, token = do_create_source("actor", namespace=source.namespace.name, scopes="act")
+    response = act(client, flag, token, action="acknowledge")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["acknowledged_at"] is not None and body["evidence"] is None
+    assert "'read'" in body["withheld"]

@@ -307,19 +307,42 @@ def test_twenty_parallel_requests_with_one_idempotency_key_get_the_same_action(
     assert {body["id"] for _, body in answers} == {Action.objects.get().pk}
 
 
-def test_a_token_with_act_alone_is_shown_no_text_nor_task(client, acting):
-    # A preview shows what agents wrote (the text each task would get), and the bulk
-    # preview lists the tasks: `act` alone reads neither, it needs `read` too.
+def test_a_token_with_act_alone_acts_and_is_shown_no_text_nor_task(client, acting):
+    # Contract §6: acting needs `act`. What agents wrote (the text each task would get,
+    # the tasks a bulk preview matches) needs `read` too: it read both before.
     _, token = do_create_source("actor", namespace=acting.namespace.name, scopes="act")
+    latest = acting_text(client, acting)
     preview = client.get(
         actions_url(TASK) + "/preview",
         {"kind": "deliver"},
         headers={"Authorization": f"Bearer {token}"},
     )
-    bulk = post(client, BULK, {"kind": "deliver", "filter": {"q": "retry-port"}}, token)
+    ask = {"kind": "deliver", "filter": {"q": "retry-port"}}
+    bulk = post(client, BULK, ask, token)
     for answer in (preview, bulk):
-        assert answer.status_code == 403, answer.content
-        assert "'read'" in answer.json()["error"] and "retry-port" not in answer.content.decode()
+        assert answer.status_code == 200, answer.content
+        assert "'read'" in answer.json()["withheld"]
+        assert latest not in answer.content.decode()
+    assert preview.json()["text"] is None and preview.json()["preview"]
+    assert bulk.json()["count"] == 1 and bulk.json()["tasks"] == bulk.json()["sample"] == []
+    assert "retry-port" not in bulk.content.decode()
+
+    selection = bulk.json()["selection"]
+    done = post(client, BULK, {**ask, "confirm": True, "selection": selection}, token)
+    assert done.status_code == 200, done.content
+    [action] = done.json()["actions"]
+    assert action["text"] is None and action["task"] is None
+    assert latest not in done.content.decode() and "retry-port" not in done.content.decode()
+    assert Action.objects.get(pk=action["id"]).text == latest  # it acted all the same
+
+
+def acting_text(client, acting) -> str:
+    """The text a delivery of TASK would send, as a token that may read is shown it."""
+    return client.get(
+        actions_url(TASK) + "/preview",
+        {"kind": "deliver"},
+        headers={"Authorization": f"Bearer {acting.token}"},
+    ).json()["text"]
 
 
 def test_the_bulk_preview_shows_the_exact_text_each_task_would_get(client, acting):
