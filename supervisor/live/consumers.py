@@ -178,7 +178,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 return
             except Exception as exc:  # the database away: the next round tries again
                 log.warning("live socket: its catch-up failed (%s); trying again", exc)
-                self.live = True
+                with contextlib.suppress(Exception):
+                    await self.go_live()  # the frames that waited meanwhile, if it can
 
     async def _leave_groups(self) -> None:
         joined, self.groups_joined = getattr(self, "groups_joined", []), []
