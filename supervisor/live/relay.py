@@ -11,9 +11,8 @@ costs at most a second.
 
 It sends changes in id order with none left out. On PostgreSQL two transactions may
 commit out of id order: change N still uncommitted when N+1 is read. The relay then
-holds N+1 back until N is committed, or until every transaction that was open when the
-gap was seen has ended without it (rolled back: N never comes). SQLite has one writer
-at a time, so its ids commit in order.
+holds N+1 back until N is committed, or known never to come (its writer rolled back).
+SQLite has one writer at a time, so its ids commit in order.
 """
 
 from __future__ import annotations
@@ -36,9 +35,10 @@ log = logging.getLogger(__name__)
 CHANNEL = "supervisor_changes"
 POLL_SQLITE = 0.1  # seconds
 POLL_SAFETY = 1.0
-# A gap's writer is asked about this long after the gap was seen (by then it has its
-# transaction id), and passed over after GAP_MAX whatever it says.
-GAP_SETTLE, GAP_MAX = 0.2, 30.0
+# A gap is asked about this long after it was seen (its writer has long written its
+# rows by then), and passed over after GAP_MAX whatever the answer; at most GAP_IDS ids
+# are asked about at a time.
+GAP_SETTLE, GAP_MAX, GAP_IDS = 0.2, 30.0, 500
 GAP_POLL = 0.05  # seconds between reads while a gap is open
 BACKOFF, BACKOFF_MAX = 0.5, 8.0  # seconds between tries while the database or layer is down
 
@@ -147,15 +147,14 @@ class ChangeRelay:
         ready = in_order(notes, self.last_id)
         if ready:
             return ready  # the gap, if any, is looked at with the next read
-        missing = self.last_id + 1
-        if self._gap is None or self._gap.missing != missing:
-            self._gap = Gap(missing)
+        first, last = self.last_id + 1, notes[0]["id"] - 1
+        if self._gap is None or self._gap.first != first:
+            self._gap = Gap(first, last)
             return []
-        if self._gap.dead:  # decided before this read: the id is not in it, and never will be
-            self._gap = None
-            return in_order(notes, notes[0]["id"] - 1)
-        await database_sync_to_async(self._gap.check)()
-        return []
+        never = await database_sync_to_async(self._gap.never_coming)()
+        if never is not None:  # those ids will never be committed: go on past them
+            self.last_id, self._gap = never, None
+        return []  # the next read goes on from there
 
     async def _render(self, notes: list[dict], pages: list[Page]) -> dict[Page, str]:
         return await database_sync_to_async(render_frames)(notes, pages)
@@ -209,45 +208,47 @@ def settled(notes: list[dict], after: int, relayed: int | None) -> list[dict]:
 
 
 class Gap:
-    """A change id not committed while a later one is (PostgreSQL). It is asked about by
-    inserting a row with that id, and rolling it back: the insert waits on a writer
+    """Change ids not committed while a later one is (PostgreSQL). Each is asked about
+    by inserting a row with that id and rolling it back: the insert waits on a writer
     still open (the unique index does), fails on a committed row, and goes through when
     the id was rolled back, so never comes. Other transactions, however long, do not
-    matter. Asked only GAP_SETTLE after the gap was seen: a writer that took the id has
-    written its row long before."""
+    matter. Asked only GAP_SETTLE after the gap was seen."""
 
     class Free(Exception):
         """The probe's row went in: nobody holds the id."""
 
-    def __init__(self, missing: int):
-        self.missing = missing
+    def __init__(self, first: int, last: int):
+        self.first, self.last = first, min(last, first + GAP_IDS - 1)
         self.seen = time.monotonic()
-        self.dead = False
 
-    def check(self) -> None:
+    def never_coming(self) -> int | None:
+        """The last of the gap's first ids known never to come, or None."""
         waited = time.monotonic() - self.seen
         if waited < GAP_SETTLE:
-            return
-        state = self._probe()
-        if state == "open" and waited < GAP_MAX:
-            return
-        if state == "open":
-            log.warning(
-                "change relay: change %d still not committed after %.0f s; going on without it",
-                self.missing,
-                waited,
-            )
-        # "committed" too: the next read has it, and in_order takes it as it comes.
-        self.dead = state != "committed"
+            return None
+        never = None
+        for change_id in range(self.first, self.last + 1):
+            state = self._probe(change_id)
+            if state == "open" and waited >= GAP_MAX:
+                log.warning(
+                    "change relay: change %d still not committed after %.0f s; going on without it",
+                    change_id,
+                    waited,
+                )
+            elif state != "rolled back":
+                break  # committed (the next read has it) or its writer is still at work
+            never = change_id
+        return never
 
-    def _probe(self) -> str:
+    @staticmethod
+    def _probe(change_id: int) -> str:
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute("SET LOCAL lock_timeout = '100ms'")
                 cursor.execute(
                     "INSERT INTO core_change (id, at, kind, subject_type, subject_id, payload) "
                     "VALUES (%s, now(), 'relay.probe', '', '', '{}')",
-                    [self.missing],
+                    [change_id],
                 )
                 raise Gap.Free  # rolls the probe back
         except Gap.Free:
