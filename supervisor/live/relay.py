@@ -36,9 +36,10 @@ CHANNEL = "supervisor_changes"
 POLL_SQLITE = 0.1  # seconds
 POLL_SAFETY = 1.0
 # A gap is asked about this long after it was seen (its writer has long written its
-# rows by then), and passed over after GAP_MAX whatever the answer; at most GAP_IDS ids
-# are asked about at a time.
-GAP_SETTLE, GAP_MAX, GAP_IDS = 0.2, 30.0, 500
+# rows by then), and passed over after GAP_MAX whatever the answer. Its ids are asked
+# about GAP_IDS at a time with one insert (a failed import burns thousands at once), and
+# one by one, at most GAP_ONE_BY_ONE, where some are committed or still held.
+GAP_SETTLE, GAP_MAX, GAP_IDS, GAP_ONE_BY_ONE = 0.2, 30.0, 10_000, 500
 GAP_POLL = 0.05  # seconds between reads while a gap is open
 BACKOFF, BACKOFF_MAX = 0.5, 8.0  # seconds between tries while the database or layer is down
 
@@ -96,7 +97,11 @@ class ChangeRelay:
     def ensure_running(self) -> None:
         """Start the relay in the running event loop unless it already runs there."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+        if self._task is not None and self._task.get_loop() is not loop:
+            # A new loop (a server started again in this process, or the next test): the
+            # cursor of the last one is stale, and a gap up to now would hold pages back.
+            self.last_id, self._gap, self._task = None, None, None
+        if self._task is None or self._task.done():
             self._task = loop.create_task(self._run(), name="supervisor-change-relay")
 
     async def _run(self) -> None:
@@ -112,11 +117,14 @@ class ChangeRelay:
                         self.last_id = await database_sync_to_async(latest_change_id)()
                     if waker is None:
                         waker = await _Waker.open()
-                    notes = await database_sync_to_async(notes_after)(self.last_id)
+                    read_after = self.last_id
+                    notes = await database_sync_to_async(notes_after)(read_after)
                     notes = await self._in_commit_order(notes)
                     if notes:
                         await self._send(layer, notes)
                         self.last_id = notes[-1]["id"]
+                    elif self.last_id != read_after:
+                        pass  # a gap was passed: what follows it was read already, send it now
                     elif self._gap is not None:
                         # A rolled-back writer notifies nobody: look again soon.
                         await asyncio.sleep(GAP_POLL)
@@ -151,9 +159,12 @@ class ChangeRelay:
         if self._gap is None or self._gap.first != first:
             self._gap = Gap(first, last)
             return []
-        never = await database_sync_to_async(self._gap.never_coming)()
+        gap = self._gap
+        never = await database_sync_to_async(gap.never_coming)()
         if never is not None:  # those ids will never be committed: go on past them
             self.last_id, self._gap = never, None
+            if never < gap.last:  # the rest of the gap, seen as long ago
+                self._gap = Gap(never + 1, gap.last, seen=gap.seen)
         return []  # the next read goes on from there
 
     async def _render(self, notes: list[dict], pages: list[Page]) -> dict[Page, str]:
@@ -208,27 +219,37 @@ def settled(notes: list[dict], after: int, relayed: int | None) -> list[dict]:
 
 
 class Gap:
-    """Change ids not committed while a later one is (PostgreSQL). Each is asked about
-    by inserting a row with that id and rolling it back: the insert waits on a writer
-    still open (the unique index does), fails on a committed row, and goes through when
-    the id was rolled back, so never comes. Other transactions, however long, do not
-    matter. Asked only GAP_SETTLE after the gap was seen."""
+    """Change ids not committed while a later one is (PostgreSQL), asked about only
+    GAP_SETTLE after the gap was seen.
+
+    Every id of it was handed out before the later change's, so once no other session
+    has the log open for writing, each is in the log or never will be: one look at the
+    locks, then one at the log. Otherwise each is asked about by inserting a row with
+    that id and rolling it back: the insert waits on a writer still open (the unique
+    index does), fails on a committed row, and goes through when the id was rolled
+    back. Other transactions, however long, do not matter."""
 
     class Free(Exception):
-        """The probe's row went in: nobody holds the id."""
+        """The probe's rows went in: nobody holds those ids."""
 
-    def __init__(self, first: int, last: int):
-        self.first, self.last = first, min(last, first + GAP_IDS - 1)
-        self.seen = time.monotonic()
+    def __init__(self, first: int, last: int, seen: float | None = None):
+        self.first, self.last = first, last
+        self.seen = time.monotonic() if seen is None else seen
 
     def never_coming(self) -> int | None:
         """The last of the gap's first ids known never to come, or None."""
         waited = time.monotonic() - self.seen
         if waited < GAP_SETTLE:
             return None
+        if not _writers_open():
+            taken = _first_in_log(self.first, self.last)  # committed since it was read
+            return self.last if taken is None else (taken - 1 if taken > self.first else None)
+        upto = min(self.last, self.first + GAP_IDS - 1)
+        if _probe(self.first, upto) == "rolled back":
+            return upto  # the usual answer: every id of it was given back
         never = None
-        for change_id in range(self.first, self.last + 1):
-            state = self._probe(change_id)
+        for change_id in range(self.first, min(upto, self.first + GAP_ONE_BY_ONE - 1) + 1):
+            state = _probe(change_id, change_id)
             if state == "open" and waited >= GAP_MAX:
                 log.warning(
                     "change relay: change %d still not committed after %.0f s; going on without it",
@@ -240,25 +261,46 @@ class Gap:
             never = change_id
         return never
 
-    @staticmethod
-    def _probe(change_id: int) -> str:
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET LOCAL lock_timeout = '100ms'")
-                cursor.execute(
-                    "INSERT INTO core_change (id, at, kind, subject_type, subject_id, payload) "
-                    "VALUES (%s, now(), 'relay.probe', '', '', '{}')",
-                    [change_id],
-                )
-                raise Gap.Free  # rolls the probe back
-        except Gap.Free:
-            return "rolled back"
-        except IntegrityError:
-            return "committed"
-        except OperationalError as exc:
-            if getattr(getattr(exc, "__cause__", None), "sqlstate", None) == "55P03":
-                return "open"  # lock_not_available: its writer is still at work
-            raise
+
+def _writers_open() -> bool:
+    """Whether another session holds the change log open for writing (an insert takes
+    that lock before it takes an id, and keeps it until its transaction ends). A
+    prepared transaction has no pid, so IS DISTINCT FROM."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'relation' "
+            "AND relation = 'core_change'::regclass AND mode = 'RowExclusiveLock' "
+            "AND pid IS DISTINCT FROM pg_backend_pid())"
+        )
+        return cursor.fetchone()[0]
+
+
+def _first_in_log(first: int, last: int) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT min(id) FROM core_change WHERE id BETWEEN %s AND %s", [first, last])
+        return cursor.fetchone()[0]
+
+
+def _probe(first: int, last: int) -> str:
+    """ "rolled back" when every id from `first` to `last` is free, "committed" when one
+    is taken, "open" when one is held by a writer still at work."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '100ms'")
+            cursor.execute(
+                "INSERT INTO core_change (id, at, kind, subject_type, subject_id, payload) "
+                "SELECT id, now(), 'relay.probe', '', '', '{}' FROM generate_series(%s, %s) id",
+                [first, last],
+            )
+            raise Gap.Free  # rolls the probe back
+    except Gap.Free:
+        return "rolled back"
+    except IntegrityError:
+        return "committed"
+    except OperationalError as exc:
+        if getattr(getattr(exc, "__cause__", None), "sqlstate", None) == "55P03":
+            return "open"  # lock_not_available: its writer is still at work
+        raise
 
 
 def _reason(exc: Exception) -> str:

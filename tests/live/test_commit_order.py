@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from supervisor.asgi import application
 from supervisor.core import changes
 from supervisor.core.changes import ChangeKind, Subject
+from supervisor.live.relay import GAP_SETTLE, Gap
 from tests.live.test_consumers import ORIGIN, frames_until_quiet
 from tests.live.test_session_follow import live_list_socket, logged_in
 from tests.web.cast import make_user
@@ -109,3 +110,49 @@ async def test_a_socket_that_resumes_past_an_uncommitted_change_still_gets_it():
     assert {made[0], later.id} <= covered(early + late)
     await communicator.disconnect()
     await first.disconnect()
+
+
+def burn_ids_in_a_rolled_back_transaction(count: int) -> tuple[int, int]:
+    """Change ids `count` records took and gave back: a big import that failed."""
+    with transaction.atomic():
+        first = changes.record(ChangeKind.USER_CREATED, Subject("user", "burnt-0")).id
+        for n in range(1, count):
+            last = changes.record(ChangeKind.USER_CREATED, Subject("user", f"burnt-{n}")).id
+        transaction.set_rollback(True)
+    return first, last
+
+
+async def test_a_gap_of_thousands_of_rolled_back_ids_holds_the_page_back_only_briefly():
+    """A failed import burns thousands of change ids at once. The relay asked about 500 of
+    them per round, each with its own insert and each round after its own settling wait:
+    5,000 ids held every page back for seconds (CI saw a page get nothing at all)."""
+    user = await sync_to_async(make_user)("ws-burnt", "viewer")
+    _, cookie = await sync_to_async(logged_in)(user)
+    communicator = await live_list_socket(cookie)
+    first, last = await sync_to_async(burn_ids_in_a_rolled_back_transaction)(5000)
+    assert last - first == 4999
+    after = await sync_to_async(changes.record)(ChangeKind.USER_CREATED, Subject("user", "after"))
+    frames = await frames_until_quiet(communicator, timeout=1.5)
+    assert after.id in covered(frames)
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("writer", [False, True], ids=["alone", "beside a writer at work"])
+async def test_a_gap_of_rolled_back_ids_is_passed_in_one_round(writer):
+    """Alone, the locks say nobody can still commit an id of the gap; beside a writer at
+    work (on ids past the gap), one insert asks about 5,000 ids at once."""
+    release = threading.Event()
+
+    def passed() -> bool:
+        first, last = burn_ids_in_a_rolled_back_transaction(5000)
+        if writer:
+            made, _ = record_in_a_transaction_held_until(release, rollback=True)
+            assert made[0] > last
+        gap = Gap(first, last)
+        gap.seen -= GAP_SETTLE
+        return gap.never_coming() == last
+
+    try:
+        assert await sync_to_async(passed)()
+    finally:
+        release.set()
