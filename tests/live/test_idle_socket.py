@@ -25,8 +25,9 @@ from tests.web.cast import make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-# Longer than any read timeout of the layer's client, many times over.
-IDLE = 125  # seconds
+# Over twice the layer client's read timeout (20 s), and past the 10 to 30 s in which
+# the old race always closed a socket.
+IDLE = 45  # seconds
 CLOSED_4503 = {"type": "websocket.close", "code": 4503}
 
 
