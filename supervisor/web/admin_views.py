@@ -79,6 +79,13 @@ def _connector_labels() -> dict[str, str]:
 
 @administer_required
 @require_safe
+def admin_home(request):
+    """/admin/ on its own: every admin page lives under it, so it leads to the first."""
+    return redirect("web:admin-sources")
+
+
+@administer_required
+@require_safe
 def sources(request):
     labels = _connector_labels()
     rows = list(_visible_sources().order_by("name"))

@@ -14,9 +14,12 @@ from django.views.decorators.http import require_safe
 BADGE_MAX = 99
 
 ICON = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">\
-<rect x="1" y="1" width="30" height="30" rx="7" fill="#0a58ca"/>\
-<path d="M9 17l5 5 9-11" fill="none" stroke="#fff" stroke-width="3.5" \
-stroke-linecap="round" stroke-linejoin="round"/>{badge}</svg>"""
+<rect x="1" y="1" width="30" height="30" rx="7" fill="#0a58ca"/>{mark}{badge}</svg>"""
+
+# "All good" only while nothing waits; under a count, an eye ring (something to look at).
+ALL_GOOD = """<path d="M9 17l5 5 9-11" fill="none" stroke="#fff" stroke-width="3.5" \
+stroke-linecap="round" stroke-linejoin="round"/>"""
+LOOK = """<circle cx="11" cy="21" r="5" fill="none" stroke="#fff" stroke-width="3"/>"""
 
 BADGE = """<circle cx="{cx}" cy="11" r="{r}" fill="#a40e26" stroke="#fff" stroke-width="1.5"/>\
 <text x="{cx}" y="15.5" text-anchor="middle" font-family="Arial,sans-serif" \
@@ -32,11 +35,11 @@ def count_from(value: str | None) -> int:
 
 def icon_svg(count: int) -> str:
     if count <= 0:
-        return ICON.format(badge="")
+        return ICON.format(mark=ALL_GOOD, badge="")
     text = str(count) if count <= BADGE_MAX else f"{BADGE_MAX}+"
     size = {1: 14, 2: 12}.get(len(text), 9)
     badge = BADGE.format(cx=21, r=10, size=size, text=text)
-    return ICON.format(badge=badge)
+    return ICON.format(mark=LOOK, badge=badge)
 
 
 @require_safe

@@ -16,6 +16,7 @@ urlpatterns = [
     path("tasks/<int:pk>/problem/", views.problem_action, name="problem-action"),
     path("audit/", audit, name="audit"),
     path("data-as-of/", views.data_as_of, name="data-as-of"),
+    path("admin/", admin.admin_home, name="admin"),
     path("admin/sources/", admin.sources, name="admin-sources"),
     path("admin/sources/new/", admin.source_create, name="admin-source-create"),
     path("admin/sources/<int:pk>/", admin.source_detail, name="admin-source"),

@@ -133,6 +133,8 @@ MATRIX = [
     Row("/threads/{thread}/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/threads/{thread}/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # admin: sources and tokens
+    Row("/admin/", "GET", {**ADMIN_ONLY, ADMIN: 302}),
+    Row("/admin/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     Row("/admin/sources/", "GET", {**ADMIN_ONLY, ADMIN: 200}),
     Row("/admin/sources/", "POST", {**ADMIN_ONLY, ADMIN: 405}),
     Row("/admin/sources/new/", "GET", {**ADMIN_ONLY, ADMIN: 200}),

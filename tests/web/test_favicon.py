@@ -28,3 +28,10 @@ def test_pages_link_the_icon_with_their_count(client, user, three_levels):
 def test_browsers_asking_for_favicon_ico_are_sent_to_the_icon(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"] == "/favicon.svg"
+
+
+def test_the_icon_drops_its_all_good_check_under_a_count():
+    """A check mark said "all good" under a red count of problems."""
+    check = 'd="M9 17l5 5 9-11"'
+    assert check in icon_svg(0)
+    assert check not in icon_svg(3) and check not in icon_svg(1500)

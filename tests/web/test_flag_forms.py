@@ -84,4 +84,4 @@ def test_flag_forms_need_the_csrf_token(acting, flagged):
 def test_the_list_shows_each_sources_data_as_of(client, user, flagged, source):
     client.force_login(user)
     html = client.get("/").content.decode()
-    assert "Data as of:" in html and f"<strong>{source.name}</strong>" in html
+    assert "The last event from each source:" in html and f"<strong>{source.name}</strong>" in html

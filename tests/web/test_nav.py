@@ -110,3 +110,13 @@ def test_the_counts_cost_one_query_each_whatever_the_numbers(client):
     # An admin's page runs the two counts beside what an operator's runs (and the
     # admin's group lookup for the role).
     assert overview_queries(client, 2) <= operator_queries + 2
+
+
+def test_admin_on_its_own_leads_to_the_admin_pages(client):
+    """/admin/ was a 404, though every admin page lives under it."""
+    login_as(client, ADMIN)
+    response = client.get("/admin/")
+    assert response.status_code == 302 and response["Location"] == "/admin/sources/"
+    assert client.get(response["Location"]).status_code == 200
+    login_as(client, VIEWER)
+    assert client.get("/admin/").status_code == 403
