@@ -32,6 +32,8 @@ class ChangeKind(models.TextChoices):
     FLAG_RESOLVED = "flag.resolved"
     FLAG_ACKNOWLEDGED = "flag.acknowledged"
     FLAG_SNOOZED = "flag.snoozed"
+    FLAG_UNACKNOWLEDGED = "flag.unacknowledged"
+    FLAG_UNSNOOZED = "flag.unsnoozed"
     # Operator actions.
     ACTION_REQUESTED = "action.requested"
     ACTION_SENDING = "action.sending"

@@ -135,6 +135,33 @@ def do_snooze_flag(flag: Flag, until: datetime, now: datetime, *, actor: str = "
     return flag
 
 
+def do_unacknowledge_flag(flag: Flag, *, actor: str = "") -> Flag:
+    """Take an acknowledgement back: the flag awaits attention again (and its alerts
+    follow up again). On a flag not acknowledged it changes nothing."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be un-acknowledged")
+        if flag.acknowledged_at is not None:
+            flag.acknowledged_at, flag.acknowledged_by = None, None
+            flag.save(update_fields=["acknowledged_at", "acknowledged_by"])
+            changes.record(ChangeKind.FLAG_UNACKNOWLEDGED, _subject(flag), actor=actor)
+    return flag
+
+
+def do_unsnooze_flag(flag: Flag, now: datetime, *, actor: str = "") -> Flag:
+    """End a snooze now. On a flag not snoozed past `now` it changes nothing."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be un-snoozed")
+        if flag.snoozed_until is not None and flag.snoozed_until > now:
+            flag.snoozed_until = None
+            flag.save(update_fields=["snoozed_until"])
+            changes.record(ChangeKind.FLAG_UNSNOOZED, _subject(flag), actor=actor)
+    return flag
+
+
 def do_resolve_flag_by_hand(
     flag: Flag, now: datetime, *, reason: str, by=None, actor: str = ""
 ) -> Flag:

@@ -46,6 +46,8 @@ CATEGORY_CHOICES = (
 VERBS = {
     "flag.acknowledged": "Acknowledged",
     "flag.snoozed": "Snoozed",
+    "flag.unacknowledged": "Took back the acknowledgement of",
+    "flag.unsnoozed": "Ended the snooze of",
     "flag.resolved": "Resolved",
     "flag.opened": "Opened",
     "flag.updated": "Updated",

@@ -65,12 +65,12 @@ from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
 
 from .problems import problem_of, problems_of
+from .snooze_times import SNOOZE_CHOICES
 from .word_diff import same_words, word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
 FLAG_KINDS = tuple(sorted(KINDS))
 FLAG_STATES = (("", "any state"), (Flag.OPEN, "open"), (Flag.RESOLVED, "resolved"))
-SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
 LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
 NEEDS_ACTION_LIMIT = 50
 LATEST_LIMIT = 10
@@ -122,6 +122,7 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
         "url": url,
         "subject": subject or flag.subject_id,
         "resolved_words": resolved_words(flag) if flag.state == Flag.RESOLVED else "",
+        "snoozed": flag.snoozed_until is not None and flag.snoozed_until > clock.now(),
     }
 
 

@@ -6,8 +6,6 @@ down) gets the page's main partial, plus the open-flag count and any messages as
 out-of-band swaps.
 """
 
-from datetime import timedelta
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -25,12 +23,14 @@ from supervisor.core.flags import (
     do_acknowledge_flag,
     do_resolve_flag_by_hand,
     do_snooze_flag,
+    do_unacknowledge_flag,
+    do_unsnooze_flag,
 )
 from supervisor.core.models import Flag, Task, Thread
 
 from . import page_data
 from .freshness import freshness
-from .page_data import SNOOZE_CHOICES
+from .snooze_times import snooze_until
 
 ACT_PERMISSION = "core.act"
 
@@ -127,11 +127,15 @@ def flag_action(request, pk: int):
             do_acknowledge_flag(flag, now, by=request.user, actor=actor)
             messages.success(request, f"Acknowledged {named}.")
         elif action == "snooze":
-            hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(request.POST.get("for"))
-            if hours is None:
-                raise FlagActionError("choose how long to snooze")
-            do_snooze_flag(flag, now + timedelta(hours=hours), now, actor=actor)
-            messages.success(request, f"Snoozed {named} for {hours} h.")
+            until = snooze_until(request.POST.get("for"), request.POST.get("until"), now)
+            do_snooze_flag(flag, until, now, actor=actor)
+            messages.success(request, f"Snoozed {named} until {until:%Y-%m-%d %H:%M} UTC.")
+        elif action == "unacknowledge":
+            do_unacknowledge_flag(flag, actor=actor)
+            messages.success(request, f"No longer acknowledged: {named}.")
+        elif action == "unsnooze":
+            do_unsnooze_flag(flag, now, actor=actor)
+            messages.success(request, f"No longer snoozed: {named}.")
         elif action == "resolve":
             do_resolve_flag_by_hand(
                 flag, now, reason=request.POST.get("reason", ""), by=request.user, actor=actor
@@ -162,13 +166,12 @@ def problem_action(request, pk: int):
     verb, now = request.POST.get("action", ""), clock.now()
     shown = [int(v) for v in request.POST.getlist("flag") if v.isascii() and v.isdigit()]
     flags = list(task.flags.filter(pk__in=shown).values_list("pk", flat=True))
-    hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(request.POST.get("for"))
-    until = now + timedelta(hours=hours) if hours else None
+    until = None
     try:
         if not flags:
             raise FlagActionError("the page showed no open flag of this task")
-        if verb == "snooze" and until is None:
-            raise FlagActionError("choose how long to snooze")
+        if verb == "snooze":
+            until = snooze_until(request.POST.get("for"), request.POST.get("until"), now)
         (outcome,) = do_bulk_flag_action(
             verb,
             flags,

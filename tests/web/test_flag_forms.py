@@ -1,5 +1,7 @@
 """Acknowledge, snooze and resolve from the task page."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -7,7 +9,7 @@ from django.test import Client
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import Flag
+from supervisor.core.models import Change, Flag
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +87,50 @@ def test_the_list_shows_each_sources_data_as_of(client, user, flagged, source):
     client.force_login(user)
     html = client.get("/").content.decode()
     assert "The last event from each source:" in html and f"<strong>{source.name}</strong>" in html
+
+
+def test_an_acknowledgement_can_be_taken_back(client, acting, flagged):
+    """There was no way back from an acknowledge given by mistake."""
+    client.force_login(acting)
+    client.post(f"/flags/{flagged.pk}/", {"action": "acknowledge"})
+    html = client.get(f"/tasks/{flagged.task.pk}/").content.decode()
+    assert '<button type="submit">Un-acknowledge</button>' in html
+    response = client.post(f"/flags/{flagged.pk}/", {"action": "unacknowledge"}, follow=True)
+    assert "No longer acknowledged: “Dispatched late”." in response.content.decode()
+    flagged.refresh_from_db()
+    assert flagged.acknowledged_at is None and flagged.acknowledged_by is None
+    # Again changes nothing and records nothing.
+    before = Change.objects.filter(kind="flag.unacknowledged").count()
+    client.post(f"/flags/{flagged.pk}/", {"action": "unacknowledge"})
+    assert Change.objects.filter(kind="flag.unacknowledged").count() == before == 1
+
+
+def test_a_snooze_can_be_taken_back(client, acting, flagged):
+    client.force_login(acting)
+    client.post(f"/flags/{flagged.pk}/", {"action": "snooze", "for": "1h"})
+    html = client.get(f"/tasks/{flagged.task.pk}/").content.decode()
+    assert '<button type="submit">Un-snooze</button>' in html
+    client.post(f"/flags/{flagged.pk}/", {"action": "unsnooze"})
+    flagged.refresh_from_db()
+    assert flagged.snoozed_until is None
+    assert Change.objects.filter(kind="flag.unsnoozed").count() == 1
+    assert "Un-snooze" not in client.get(f"/tasks/{flagged.task.pk}/").content.decode()
+
+
+def test_a_flag_can_be_snoozed_until_a_chosen_time(client, acting, flagged):
+    client.force_login(acting)
+    until = (clock.now() + timedelta(days=3)).replace(second=0, microsecond=0)
+    form = {"action": "snooze", "for": "until", "until": until.strftime("%Y-%m-%dT%H:%M")}
+    client.post(f"/flags/{flagged.pk}/", form)
+    flagged.refresh_from_db()
+    assert flagged.snoozed_until == until
+
+
+@pytest.mark.parametrize("until", ["", "yesterday", "2000-01-01T00:00", "9999-12-31T23:59"])
+def test_a_snooze_until_a_bad_time_is_refused_saying_why(client, acting, flagged, until):
+    client.force_login(acting)
+    form = {"action": "snooze", "for": "until", "until": until}
+    html = client.post(f"/flags/{flagged.pk}/", form, follow=True).content.decode()
+    assert "Could not snooze" in html
+    flagged.refresh_from_db()
+    assert flagged.snoozed_until is None

@@ -1,0 +1,34 @@
+"""How long a snooze lasts, from a form: one of the set lengths, or until a chosen time.
+
+The chosen time is UTC (the page says so), to the minute, at most SNOOZE_MAX ahead: a
+longer quiet is a resolve, or a silence.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from supervisor.core.flags import FlagActionError
+
+SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
+UNTIL = "until"  # the choice that reads the `until` field
+SNOOZE_MAX = timedelta(days=30)
+
+
+def snooze_until(chosen: str | None, until: str | None, now: datetime) -> datetime:
+    """The end of the snooze the form asks for, or FlagActionError saying what is wrong."""
+    hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(chosen or "")
+    if hours is not None:
+        return now + timedelta(hours=hours)
+    if chosen != UNTIL:
+        raise FlagActionError("choose how long to snooze")
+    try:
+        end = datetime.strptime((until or "").strip(), "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+    except ValueError:
+        raise FlagActionError("give the time to snooze until as YYYY-MM-DD HH:MM, in UTC") from None
+    if end <= now:
+        raise FlagActionError(f"{end:%Y-%m-%d %H:%M} UTC has passed; choose a later time")
+    if end - now > SNOOZE_MAX:
+        days = SNOOZE_MAX.days
+        raise FlagActionError(f"a snooze lasts at most {days} days; resolve the flag instead")
+    return end
