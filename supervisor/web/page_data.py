@@ -364,6 +364,23 @@ def list_filters(params) -> dict:
     return filters
 
 
+def filter_errors(params, filters: dict) -> list[str]:
+    """What is wrong with the list's filters, in words; each one would select nothing
+    (or, a state, be dropped), which the page must not pass over in silence."""
+    errors = []
+    if filters["flag"] and filters["flag"] not in FLAG_KINDS:
+        errors.append(f"“{filters['flag']}” is no flag kind")
+    state = (params.get("state") or "").strip()
+    if state and state not in (Flag.OPEN, Flag.RESOLVED):
+        errors.append(f"“{state}” is no flag state (open or resolved)")
+    if filters["status"] and filters["status"] not in STATUSES:
+        errors.append(f"“{filters['status']}” is no status ({', '.join(STATUSES)})")
+    name = filters["namespace"]
+    if name and not Namespace.objects.filter(name=name).exists():
+        errors.append(f"no namespace is named “{name}”")
+    return errors
+
+
 def filtered_tasks(filters: dict):
     """The known tasks the list's filters (list_filters) select."""
     tasks = task_queryset(
@@ -401,7 +418,8 @@ def target_envs() -> set[str]:
 
 def task_list_context(params) -> dict:
     filters = list_filters(params)
-    tasks = filtered_tasks(filters)
+    errors = filter_errors(params, filters)
+    tasks = filtered_tasks(filters) if not errors else Task.objects.none()
     cursor = params.get("cursor")
     if cursor:
         try:
@@ -423,6 +441,7 @@ def task_list_context(params) -> dict:
     return {
         "rows": task_rows(page),
         "filters": filters,
+        "filter_errors": errors,
         "filtered": bool(active),
         "statuses": STATUSES,
         "flag_kinds": FLAG_KINDS,

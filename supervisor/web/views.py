@@ -85,7 +85,10 @@ def task_list(request):
     context = page_data.task_list_context(request.GET)
     context |= {"can_act": can_act(request.user), "action_labels": page_data.ACTION_LABELS}
     context["flag_action_labels"] = FLAG_ACTION_LABELS
-    return _page(request, "web/task_list.html", "rows", context, live)
+    response = _page(request, "web/task_list.html", "rows", context, live)
+    if context["filter_errors"] and not _wants_partial(request):
+        response.status_code = 400  # htmx swaps no 4xx answer: its own request gets a 200
+    return response
 
 
 @login_required

@@ -91,3 +91,25 @@ def test_the_filter_form_works_with_and_without_htmx(client, viewer, source):
     html = client.get("/tasks/").content.decode()
     assert 'method="get" action="/tasks/"' in html
     assert 'hx-get="/tasks/" hx-target="#task-rows" hx-swap="outerHTML" hx-push-url="true"' in html
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("flag=14", "“14” is no flag kind"),
+        ("flag=stuck&state=opened", "“opened” is no flag state"),
+        ("status=done", "“done” is no status"),
+        ("namespace=nowhere", "no namespace is named “nowhere”"),
+    ],
+)
+def test_a_bad_filter_is_refused_saying_which_and_why(client, viewer, flagged, query, named):
+    """Each gave an empty list, or (a state) was dropped, without a word; the API
+    answers the same filters with a 400."""
+    client.force_login(viewer)
+    # htmx swaps no 4xx answer by default: the form's own request gets the words with a 200.
+    for headers, status in (({}, 400), ({"HTTP_HX_REQUEST": "true"}, 200)):
+        response = client.get(f"/tasks/?{query}", **headers)
+        html = response.content.decode()
+        assert response.status_code == status
+        assert named in html
+        assert titles(html) == []
