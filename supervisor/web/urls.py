@@ -37,4 +37,6 @@ urlpatterns = [
         name="admin-dead-letter-replay",
     ),
     path("admin/failures/", admin.sweep_failures, name="admin-failures"),
+    # Last: any other address under tasks/ names a task by its id or short id.
+    path("tasks/<path:ref>/", views.task_by_id, name="task-by-id"),
 ]

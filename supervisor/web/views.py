@@ -6,12 +6,17 @@ down) gets the page's main partial, plus the open-flag count and any messages as
 out-of-band swaps.
 """
 
+from urllib.parse import quote, urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
@@ -31,8 +36,10 @@ from supervisor.core.models import Flag, Task, Thread
 from . import page_data
 from .freshness import freshness
 from .snooze_times import snooze_until
+from .templatetags.readable import short_label
 
 ACT_PERMISSION = "core.act"
+SHORT_ID_MATCHES = 50  # tasks whose id ends like a short id, looked at to find it
 
 
 def can_act(user) -> bool:
@@ -104,6 +111,24 @@ def task_detail(request, pk: int):
         task, can_act(request.user), timeline_before=request.GET.get("timeline_before")
     )
     return _page(request, "web/task_detail.html", "live", context, live)
+
+
+@login_required
+@require_safe
+def task_by_id(request, ref: str):
+    """A task by the orchestrator's id, or by the short id the pages show (its last
+    part, decoded): several tasks with that short id are listed, none is a 404."""
+    tasks = Task.objects.filter(known=True)
+    found = list(tasks.filter(task_id=ref).values_list("pk", flat=True)[:1])
+    if not found:
+        ends = tasks.filter(Q(task_id__endswith=ref) | Q(task_id__endswith=quote(ref, safe="")))
+        ends = ends.only("pk", "task_id")[:SHORT_ID_MATCHES]
+        found = [task.pk for task in ends if short_label(task.task_id) == ref]
+    if len(found) == 1:
+        return redirect("web:task-detail", pk=found[0])
+    if found:
+        return redirect(f"{reverse('web:task-list')}?{urlencode({'q': ref})}")
+    raise Http404(f"No task has the id or short id “{ref}”.")
 
 
 @login_required

@@ -130,6 +130,8 @@ MATRIX = [
     Row("/tasks/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     Row("/tasks/{task}/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/tasks/{task}/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row("/tasks/t0/", "GET", {**READERS, VIEWER: 302, OPERATOR: 302, ADMIN: 302}),
+    Row("/tasks/t0/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     Row("/threads/{thread}/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/threads/{thread}/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # admin: sources and tokens

@@ -1,6 +1,9 @@
 """The task page: given beside latest, one timeline with ownership reasons, flags with
 their evidence and the suggested action, and htmx's partial."""
 
+import json
+from urllib.parse import quote
+
 import pytest
 
 from supervisor.core.flag_kinds import kind_of
@@ -164,3 +167,16 @@ def test_a_task_without_open_flags_says_there_is_nothing_to_do(client, viewer, s
     html = page(client, "task:t0")
     assert "No open flag: nothing needs doing on this task." in html
     assert "problem-card" not in html
+
+
+def test_a_task_is_found_by_its_id_or_the_short_id_the_pages_show(client, viewer, source):
+    """The short id with its Copy button was no address: /tasks/0001-lint-sweep/ was a 404."""
+    real_id = "node:delegated-task:command%3Amcp%3A5b1c%3A0001-lint-sweep"
+    apply_events(source, json.loads(json.dumps(task_events(0)).replace("task:t0", real_id)))
+    task = Task.objects.get(task_id=real_id)
+    client.force_login(viewer)
+    for ref in ("0001-lint-sweep", quote(real_id, safe="")):
+        response = client.get(f"/tasks/{ref}/")
+        assert response.status_code == 302 and response["Location"] == f"/tasks/{task.pk}/", ref
+    response = client.get("/tasks/no-such-task/")
+    assert response.status_code == 404 and "no-such-task" in response.content.decode()
