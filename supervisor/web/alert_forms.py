@@ -8,6 +8,9 @@ import apprise
 from django import forms
 from django.core.validators import validate_email
 
+from supervisor.core.flag_kinds import kind_of
+from supervisor.core.models import Source
+from supervisor.core.source_names import reads_as_internal
 from supervisor.notify.models import Channel, Route
 
 from .page_data import FLAG_KINDS
@@ -91,7 +94,7 @@ class ListField(forms.CharField):
 
 class RouteForm(forms.ModelForm):
     kinds = forms.MultipleChoiceField(
-        choices=[(kind, kind.replace("_", " ")) for kind in FLAG_KINDS],
+        choices=[(kind, kind_of(kind).title) for kind in FLAG_KINDS],
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Flag kinds",
@@ -161,6 +164,17 @@ class RouteForm(forms.ModelForm):
         except (ZoneInfoNotFoundError, ValueError):
             raise forms.ValidationError(f"Quiet hours time zone: unknown zone {name!r}.") from None
         return name
+
+    def clean_sources(self) -> list[str]:
+        names = self.cleaned_data.get("sources") or []
+        known = set(Source.objects.values_list("name", flat=True))
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            listed = ", ".join(sorted(n for n in known if not reads_as_internal(n))) or "none yet"
+            raise forms.ValidationError(
+                f"Sources: no source is named {', '.join(unknown)} (known: {listed})."
+            )
+        return names
 
     def clean_renotify_every(self):
         value = self.cleaned_data.get("renotify_every")

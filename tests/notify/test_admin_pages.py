@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core import clock
+from supervisor.core.sources import do_create_source
 from supervisor.notify.models import Channel, Notification, Route
 from tests.web.cast import ADMIN, OPERATOR, VIEWER, login_as
 from tests.web.test_markup import Controls
@@ -89,6 +90,8 @@ def test_send_a_test_queues_a_test_notification(admin_client):
 
 
 def test_a_route_is_created_with_its_filters(admin_client):
+    for name in ("alpha", "beta"):
+        do_create_source(name)
     ops = Channel.objects.create(name="ops", kind="apprise", target="json://h/x")
     boss = Channel.objects.create(name="boss", kind="apprise", target="json://h/y")
     response = admin_client.post(
@@ -229,3 +232,17 @@ def test_every_control_on_the_alert_pages_has_a_label(admin_client):
         parser = Controls()
         parser.feed(admin_client.get(page).content.decode())
         assert parser.unlabelled() == [], page
+
+
+def test_the_route_form_names_kinds_in_words_and_refuses_an_unknown_source(admin_client):
+    """It listed raw kind names, and took any source name, a typo included."""
+    do_create_source("alpha")
+    html = admin_client.get("/admin/routes/new/").content.decode()
+    assert "Stale result handed on" in html and ">stale result<" not in html
+    ops = Channel.objects.create(name="ops", kind="apprise", target="json://h/x")
+    form = {"channel": ops.pk, "min_severity": "warning", "group_window": "30"}
+    response = admin_client.post("/admin/routes/new/", {**form, "sources": "alpha, alpah"})
+    assert response.status_code == 200
+    (error,) = response.context["form"].errors["sources"]
+    assert "alpah" in error and "alpha" in error.split("known:")[1]
+    assert not Route.objects.exists()
