@@ -8,6 +8,7 @@ dead-letter replays); newest first, a page at a time by keyset, in two queries a
 
 from __future__ import annotations
 
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -17,12 +18,25 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
+from supervisor.core.flag_kinds import kind_of
 from supervisor.core.models import Change, Task
 from supervisor.core.pagination import CursorError, decode, encode
 
 from .admin_views import ADMINISTER_PERMISSION
+from .page_data import ACTION_LABELS as ACTIONS
+from .templatetags.readable import short_label
 
 PAGE_SIZE = 50
+
+
+class Part(NamedTuple):
+    """A piece of an audit line: text or code, linked to `url`, with `hover` on hover."""
+
+    form: str  # text | code
+    text: str
+    url: str | None = None
+    hover: str = ""
+
 
 # A flag change by someone names them; evaluation's own changes carry no actor.
 _BY_SOMEONE = Q(payload__has_key="actor") & ~Q(payload__actor="")
@@ -97,6 +111,35 @@ def audit_changes(category: str = "", actor: str = "", cursor: str | None = None
     return list(changes.order_by("-pk")[: PAGE_SIZE + 1])
 
 
+def one_row_per_action(changes: list[Change]) -> list[tuple[Change, list[str], dict]]:
+    """The page's changes, newest first, each action on one row, its newest change's:
+    requested, sending and succeeded were three rows for one action. A row carries the
+    states its action went through on this page, oldest first, and what its steps said
+    (the request's reason, a failure's error; the newest word wins)."""
+    steps: dict[int, list[str]] = {}
+    said: dict[int, dict] = {}
+    for change in reversed(changes):  # oldest first
+        action = _action_id(change)
+        if action is not None:
+            steps.setdefault(action, []).append(change.kind.split(".", 1)[1])
+            said.setdefault(action, {}).update({k: v for k, v in change.payload.items() if v})
+    rows, seen = [], set()
+    for change in changes:
+        action = _action_id(change)
+        if action is None:
+            rows.append((change, [], change.payload if isinstance(change.payload, dict) else {}))
+        elif action not in seen:
+            seen.add(action)
+            rows.append((change, steps[action], said[action]))
+    return rows
+
+
+def _action_id(change: Change) -> int | None:
+    payload = change.payload if isinstance(change.payload, dict) else {}
+    action = payload.get("action") if change.kind.startswith("action.") else None
+    return action if isinstance(action, int) else None
+
+
 def _everything() -> Q:
     query = Q(pk__in=[])
     for category in CATEGORIES.values():
@@ -104,8 +147,9 @@ def _everything() -> Q:
     return query
 
 
-def _task_pks(changes: list[Change]) -> dict[tuple[int, str], int]:
-    """(namespace, task id) -> the task page's pk, for the page's task subjects at once."""
+def _tasks(changes: list[Change]) -> dict[tuple[int, str], tuple[int, str]]:
+    """(namespace, task id) -> the task page's pk and the task's label (its title, else
+    its short id), for the page's task subjects at once."""
     wanted = {(c.namespace_id, c.subject_id) for c in changes if c.subject_type == "task"}
     if not wanted:
         return {}
@@ -113,78 +157,86 @@ def _task_pks(changes: list[Change]) -> dict[tuple[int, str], int]:
     for namespace_id, task_id in wanted:
         query |= Q(namespace_id=namespace_id, task_id=task_id)
     return {
-        (ns, task_id): pk
-        for pk, ns, task_id in Task.objects.filter(query, known=True).values_list(
-            "pk", "namespace_id", "task_id"
+        (ns, task_id): (pk, (title or "").strip()[:80] or short_label(task_id))
+        for pk, ns, task_id, title in Task.objects.filter(query, known=True).values_list(
+            "pk", "namespace_id", "task_id", "title"
         )
     }
 
 
-def entry(change: Change, task_pks: dict, can_administer: bool) -> dict:
-    """One audit line: who, when, what (as parts: text, code, links) and why."""
+def entry(
+    change: Change, tasks: dict, can_administer: bool, steps: list[str] = (), said: dict = None
+) -> dict:
+    """One audit line: who, when, what (as parts: text, code, links) and why; `said` is
+    what an action's steps said together (one_row_per_action)."""
     payload = change.payload if isinstance(change.payload, dict) else {}
+    payload = said or payload
     verb = VERBS.get(change.kind, change.kind)
     family = change.kind.split(".")[0]
-    what: list[tuple[str, str, str | None]] = []  # (form: text | code, text, url)
+    what: list[Part] = []
 
-    def subject(url: str | None = None):
-        what.append(("code", change.subject_id, url))
+    def subject(url: str | None = None, label: str | None = None):
+        if label is None:
+            what.append(Part("code", change.subject_id, url))
+        else:  # a task by its title or short id; its whole id on hover
+            what.append(Part("text", label, url, change.subject_id))
 
     if family == "flag":
-        what += [("text", f"{verb} flag", None), ("code", payload.get("kind", "?"), None)]
-        what.append(("text", f"on {change.subject_type}", None))
-        subject(_task_url(change, task_pks))
+        what += [Part("text", f"{verb} flag", None), _kind(payload.get("kind"))]
+        what.append(Part("text", f"on {change.subject_type}", None))
+        subject(*_task(change, tasks))
     elif family == "action":
-        what += [("text", "Action", None), ("code", payload.get("kind", "?"), None)]
-        what.append(("text", "on task", None))
-        subject(_task_url(change, task_pks))
-        what.append(("text", f"{verb}", None))
+        kind = payload.get("kind", "?")
+        what += [Part("text", "Action", None), Part("text", ACTIONS.get(kind, kind), None, kind)]
+        what.append(Part("text", "on task", None))
+        subject(*_task(change, tasks))
+        what.append(Part("text", _path(steps, verb), None))
     elif family == "user":
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         subject(reverse("web:admin-users") if can_administer else None)
         if change.kind == "user.role":
-            what.append(("text", f"to {payload.get('role')}", None))
+            what.append(Part("text", f"to {payload.get('role')}", None))
             if payload.get("previous"):
-                what.append(("text", f"(was {payload['previous']})", None))
+                what.append(Part("text", f"(was {payload['previous']})", None))
         elif payload.get("role"):
-            what.append(("text", f"with the {payload['role']} role", None))
+            what.append(Part("text", f"with the {payload['role']} role", None))
     elif family == "source":
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         subject(reverse("web:admin-sources") if can_administer else None)
         if change.kind == "source.connector":
-            what.append(("text", f"to {payload.get('connector') or 'none'}", None))
+            what.append(Part("text", f"to {payload.get('connector') or 'none'}", None))
         elif change.kind == "source.renamed":
             what.append(
                 ("text", f"(was {payload.get('previous', '?')}: {payload.get('why')})", None)
             )
         elif change.kind == "source.created":
-            what.append(("text", f"with scopes {payload.get('scopes', '?')}", None))
+            what.append(Part("text", f"with scopes {payload.get('scopes', '?')}", None))
     elif family == "channel":
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         subject()
         if payload.get("target"):
-            what.append(("text", f"({payload['target']})", None))
+            what.append(Part("text", f"({payload['target']})", None))
         if payload.get("previous"):
-            what.append(("text", f"(was {payload['previous']})", None))
+            what.append(Part("text", f"(was {payload['previous']})", None))
         if payload.get("changed"):
-            what.append(("text", f"changed: {', '.join(payload['changed'])}", None))
+            what.append(Part("text", f"changed: {', '.join(payload['changed'])}", None))
     elif family == "route":
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         subject()
         if payload.get("changed"):
-            what.append(("text", f"changed: {', '.join(payload['changed'])}", None))
+            what.append(Part("text", f"changed: {', '.join(payload['changed'])}", None))
         if change.kind == "route.created" or "enabled" in (payload.get("changed") or ()):
-            what.append(("text", "enabled" if payload.get("enabled") else "disabled", None))
+            what.append(Part("text", "enabled" if payload.get("enabled") else "disabled", None))
     elif family == "dead_letter":
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         url = None
         if can_administer and change.subject_id.isdigit():
             url = reverse("web:admin-dead-letter", args=[int(change.subject_id)])
-        what.append(("code", f"#{change.subject_id}", url))
+        what.append(Part("code", f"#{change.subject_id}", url))
         if payload.get("event"):
-            what.append(("text", f"(event {payload['event']})", None))
+            what.append(Part("text", f"(event {payload['event']})", None))
     else:
-        what.append(("text", verb, None))
+        what.append(Part("text", verb, None))
         subject()
     why = [
         (label, str(payload[key]))
@@ -199,9 +251,28 @@ def entry(change: Change, task_pks: dict, can_administer: bool) -> dict:
     }
 
 
-def _task_url(change: Change, task_pks: dict) -> str | None:
-    pk = task_pks.get((change.namespace_id, change.subject_id))
-    return reverse("web:task-detail", args=[pk]) if pk else None
+def _task(change: Change, tasks: dict) -> tuple[str | None, str | None]:
+    """The link to a change's task and its label; neither for a task not (or no longer)
+    known, which is named by its id."""
+    found = tasks.get((change.namespace_id, change.subject_id))
+    if found is None:
+        return None, None
+    pk, label = found
+    return reverse("web:task-detail", args=[pk]), label
+
+
+def _kind(kind: str | None) -> Part:
+    """A flag kind in words, its code on hover."""
+    if not kind:
+        return Part("code", "?")
+    return Part("text", kind_of(kind).title, None, f"flag kind: {kind}")
+
+
+def _path(steps: list[str], verb: str) -> str:
+    """An action's steps on one row: "requested → being sent → succeeded"."""
+    if not steps:
+        return verb
+    return " → ".join(VERBS.get(f"action.{step}", step) for step in steps)
 
 
 @login_required
@@ -215,12 +286,15 @@ def audit(request):
     page = audit_changes(category, actor, cursor)
     more = len(page) > PAGE_SIZE
     page = page[:PAGE_SIZE]
-    task_pks = _task_pks(page)
+    tasks = _tasks(page)
     can_administer = request.user.has_perm(ADMINISTER_PERMISSION)
     active = {k: v for k, v in (("kind", category), ("actor", actor)) if v}
     context = {
         "nav": "audit",
-        "entries": [entry(change, task_pks, can_administer) for change in page],
+        "entries": [
+            entry(change, tasks, can_administer, steps, said)
+            for change, steps, said in one_row_per_action(page)
+        ],
         "filters": {"kind": category, "actor": actor},
         "categories": CATEGORY_CHOICES,
         "filtered": bool(active),
