@@ -142,6 +142,26 @@
   // A frame holds a #flag-opened for each flag its changes opened (an evaluation's
   // changes come in one frame); each replaces the one before, so each is read as it
   // is swapped in.
+  // A live swap replaces a section whole: a disclosure the operator opened in it stays
+  // open in the new one (matched by id, else by class and place among its like).
+  function keepDisclosuresOpen(event) {
+    var detail = event.detail || {};
+    var old = detail.target, fresh = detail.fragment;
+    if (!old || !fresh || !old.querySelectorAll || !fresh.querySelectorAll) return;
+    var before = old.querySelectorAll("details");
+    var after = fresh.querySelectorAll("details");
+    Array.prototype.forEach.call(before, function (shown) {
+      if (!shown.open) return;
+      var match = shown.id ? fresh.querySelector("details#" + CSS.escape(shown.id)) : null;
+      if (!match && !shown.id) {
+        var like = function (d) { return d.className === shown.className; };
+        var place = Array.prototype.filter.call(before, like).indexOf(shown);
+        match = Array.prototype.filter.call(after, like)[place] || null;
+      }
+      if (match) match.open = true;
+    });
+  }
+
   function flagSwappedIn(event) {
     var detail = event.detail || {};
     if (!detail.target || detail.target.id !== "flag-opened" || !detail.fragment) return;
@@ -605,6 +625,7 @@
   document.addEventListener("htmx:wsAfterMessage", afterMessage);
   document.addEventListener("htmx:oobAfterSwap", showJsOnly);
   document.addEventListener("htmx:oobBeforeSwap", flagSwappedIn);
+  document.addEventListener("htmx:oobBeforeSwap", keepDisclosuresOpen);
   document.addEventListener("htmx:afterSettle", function () {
     showJsOnly();
     refreshAges();

@@ -210,3 +210,25 @@ def test_a_socket_closed_because_the_layer_was_lost_reconnects(
     assert live_app.post_events(source.token, EVENTS)["accepted"] == len(EVENTS)
     shown = page.locator("#task-rows tr.task-row", has_text="Port the retry loop")
     expect(shown).to_be_visible(timeout=15_000)
+
+
+def test_a_live_update_keeps_an_opened_disclosure_open(new_page, live_app, acting_user, source):
+    """The operator opened "Other actions"; the next live frame for the task replaced
+    the section and closed it under their pointer."""
+    from supervisor.core.models import Task
+
+    assert live_app.post_events(source.token, BEFORE_FINALIZE)["accepted"] == len(BEFORE_FINALIZE)
+    wait_for(lambda: "stale_result" in open_kinds(), what="the first evaluation")
+    task = Task.objects.get(task_id=RETRY_PORT)
+    page = new_page("light")
+    log_in(page, acting_user, f"/tasks/{task.pk}/")
+    wait_for_socket(page)
+    page.evaluate("document.getElementById('actions').dataset.before = 'the first render'")
+    disclosure = page.locator("details.other-actions")
+    disclosure.locator("summary").click()
+    expect(disclosure).to_have_attribute("open", "")
+
+    assert live_app.post_events(source.token, [EVENTS[FINALIZE]])["accepted"] == 1
+    # The section was swapped (its mark is gone), and the disclosure is still open.
+    expect(page.locator("#actions[data-before]")).to_have_count(0, timeout=30_000)
+    expect(page.locator("details.other-actions")).to_have_attribute("open", "")
