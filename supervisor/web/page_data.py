@@ -689,6 +689,16 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         {"facet": facet, "entries": [flag_entry(f) for f in open_flags if f.kind == facet.kind]}
         for facet in (problem.facets if problem else ())
     ]
+    suggested = _fit_to_state(
+        suggested_actions(open_flags, _unfit_actions(task, snap, view, open_flags)),
+        snap,
+        view,
+        open_flags,
+        actions,
+    )
+    headline = problem.headline.words.action if problem else None
+    # The problem's own advice, when the action it names cannot be sent now.
+    headline_unfit = next((s for s in suggested if s["kind"] == headline and s["unfit"]), None)
     return {
         "task": task,
         "detail": detail,
@@ -699,13 +709,8 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         **timeline_page(timeline(snap, detail, actions), timeline_before),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
-        "suggested": _fit_to_state(
-            suggested_actions(open_flags, _unfit_actions(task, snap, view, open_flags)),
-            snap,
-            view,
-            open_flags,
-            actions,
-        ),
+        "suggested": suggested,
+        "headline_unfit": headline_unfit,
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,

@@ -84,6 +84,11 @@ def test_a_finished_task_is_never_offered_cancel(operator_client, fleet):
     assert "the task has finished (completed) and no run of its child is under way" in suggested
     preview = operator_client.get(action_url(task, "cancel")).content.decode()
     assert "nothing to cancel" in preview and 'name="key"' not in preview
+    # Nor does the problem card still advise it (it said "Cancel the duplicate").
+    card = html.split('class="problem-card')[1].split("</article>")[0]
+    advice = card.split('class="advice')[1].split("</p>")[0]
+    assert "Cancel the duplicate" not in advice
+    assert "Not possible now" in advice and "the task has finished (completed)" in advice
 
 
 def test_a_viewer_sees_no_action_and_may_not_preview(client, user, fleet):
