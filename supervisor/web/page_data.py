@@ -363,6 +363,30 @@ def list_filters(params) -> dict:
     return filters
 
 
+def list_environments() -> list[str]:
+    """The environments the list's filter offers: Supervisor's own (deliveries by hand)
+    is no machine an operator filters by."""
+    names = set(Environment.objects.values_list("name", flat=True)) | target_envs()
+    return sorted(names - {SUPERVISOR_ENV})
+
+
+def form_filters(params) -> dict:
+    """The list filters of PARAMS that the list's form can show, the others dropped: a
+    flag kind of the catalogue (a flag's id is no kind), a state, a status, and a
+    namespace and an environment the form lists. A page that sends an operator back to
+    the list (after a bulk action) uses these, so the list shown is the one its form says."""
+    filters = {k: v for k, v in list_filters(params).items() if v}
+    offered = {"flag": FLAG_KINDS, "status": STATUSES}
+    for key, values in offered.items():
+        if key in filters and filters[key] not in values:
+            del filters[key]
+    if "namespace" in filters and not Namespace.objects.filter(name=filters["namespace"]).exists():
+        del filters["namespace"]
+    if "env" in filters and filters["env"] not in list_environments():
+        del filters["env"]
+    return filters
+
+
 def filtered_tasks(filters: dict):
     """The known tasks the list's filters (list_filters) select."""
     tasks = task_queryset(
@@ -415,10 +439,7 @@ def task_list_context(params) -> dict:
         page = page[:PAGE_SIZE]
         next_cursor = encode(page[-1].delegated_at, page[-1].pk)
     active = {k: v for k, v in filters.items() if v}
-    # Supervisor's own environment (deliveries by hand) is no machine an operator filters by.
-    environments = sorted(
-        (set(Environment.objects.values_list("name", flat=True)) | target_envs()) - {SUPERVISOR_ENV}
-    )
+    environments = list_environments()
     return {
         "rows": task_rows(page),
         "filters": filters,
