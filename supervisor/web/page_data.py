@@ -800,7 +800,15 @@ def thread_context(thread: Thread) -> dict:
             namespace_id=thread.namespace_id, subject_type="thread", subject_id=thread.thread_id
         )
         .select_related("resolved_by")  # a resolved card names who resolved it
-        .order_by("state", "-opened_at", "-pk")
+        # Open ones as every list of problems (worst, then longest open); resolved ones,
+        # the history below them, newest first.
+        .alias(
+            open_rank=Case(When(state=Flag.OPEN, then=severity_rank()), default=Value(0)),
+            open_since=Case(When(state=Flag.OPEN, then=F("opened_at"))),
+        )
+        .order_by(
+            "state", F("open_rank").desc(), F("open_since").asc(nulls_last=True), "-opened_at"
+        )
     )
     return {
         "thread": thread,
