@@ -419,8 +419,12 @@ SUPERVISOR_NOTIFY = {
     "max_attempts": env_int("SUPERVISOR_NOTIFY_MAX_ATTEMPTS", 24),
     "link_max_age": env_int("SUPERVISOR_NOTIFY_LINK_MAX_AGE", 24 * 3600),
 }
-# Links in messages point here.
-SUPERVISOR_BASE_URL = env("SUPERVISOR_BASE_URL", "http://127.0.0.1:8000")
+# Links in messages point here: by default at this server's own address (`make run`
+# binds HOST:PORT), on the loopback when it listens on every address.
+_host = env("HOST", "127.0.0.1").strip("[]")
+_host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(_host, _host)
+_host = f"[{_host}]" if ":" in _host else _host
+SUPERVISOR_BASE_URL = env("SUPERVISOR_BASE_URL", "") or f"http://{_host}:{PORT}"
 # Email channels: one mailer, configured from the environment.
 MAILERS = {
     "default": {

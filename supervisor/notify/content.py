@@ -30,7 +30,7 @@ class Message:
 
 
 def base_url() -> str:
-    return getattr(settings, "SUPERVISOR_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+    return settings.SUPERVISOR_BASE_URL.rstrip("/")
 
 
 def shorten(text: str | None, limit: int = TEXT_LIMIT) -> str:

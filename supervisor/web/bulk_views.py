@@ -63,8 +63,9 @@ def _targets(params) -> tuple[list, str | None]:
 
 
 def _back_to_list(params):
-    kept = {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)}
-    query = urlencode(kept)
+    """Back to the list the operator came from: its filters, as far as its form can show
+    them (a post naming flags by id once landed on `?flag=14`, a kind no task has)."""
+    query = urlencode(page_data.form_filters(params))
     return redirect(reverse("web:task-list") + (f"?{query}" if query else ""))
 
 
@@ -113,6 +114,7 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
             "selection": selection_digest(tasks),
             "changed": changed,
             "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
+            "back": urlencode(page_data.form_filters(params)),  # the list's query
         },
         status=409 if changed else 200,
     )
@@ -192,6 +194,7 @@ def _show_flag_preview(request, params, verb: str, tasks: list, *, problem: str 
             "reason": params.get("reason") or "",
             "problem": problem,
             "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
+            "back": urlencode(page_data.form_filters(params)),  # the list's query
         },
         status=400 if problem else 200,
     )

@@ -74,12 +74,11 @@ def task_detail(task_pk: int, can_act: bool) -> list[str]:
 
 
 def overview(can_act: bool) -> list[str]:
-    """The overview's parts: silent sources and thread flags, counts, tasks, sources."""
+    """The overview's parts: silent sources, the tasks needing action, thread flags,
+    counts, what is taken up and the latest tasks, sources."""
     context = page_data.overview_context(can_act)
-    return [
-        _render(f"web/overview.html#{part}", context)
-        for part in ("alerts", "counts", "needing", "sources")
-    ]
+    parts = ("alerts", "needing", "thread_flags", "counts", "later", "sources")
+    return [_render(f"web/overview.html#{part}", context) for part in parts]
 
 
 def thread_tree(thread_pk: int) -> list[str]:

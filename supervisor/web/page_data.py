@@ -159,13 +159,30 @@ def _open_flags_exist():
 # --- overview -----------------------------------------------------------------------
 
 
+def severity_rank():
+    """A flag's severity as RANK's number, in the database: lists of problems sort by it
+    (the worst first), then by age (the longest open first)."""
+    return Case(
+        *[
+            When(kind=kind, then=Value(RANK[entry.severity]))
+            for kind, entry in CATALOGUE.items()
+            if entry.severity != WARNING
+        ],
+        default=Value(RANK[WARNING]),
+    )
+
+
+WORST_FIRST = (F("rank").desc(), "opened_at", "pk")  # after .alias(rank=severity_rank())
+
+
 def _taken_up(now: datetime) -> list[Flag]:
     """Open flags of known tasks someone acknowledged or snoozed: shown apart, with who
-    and until when, newest first."""
+    and until when, the most severe first, then the longest open."""
     flags = list(
         Flag.objects.filter(taken_up(now), task__known=True)
         .select_related("task", "acknowledged_by")
-        .order_by("-opened_at", "-pk")[:NEEDS_ACTION_LIMIT]
+        .alias(rank=severity_rank())
+        .order_by(*WORST_FIRST)[:NEEDS_ACTION_LIMIT]
     )
     for flag in flags:
         flag.severity = severity_of(flag.kind)
@@ -181,14 +198,7 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
     One statement reads the open flags once, each joined to its task on the task's key
     (one index probe per open flag, never the whole task table), and groups them both
     ways; and one reads the tasks shown. Two queries whatever the number of tasks."""
-    rank = Case(
-        *[
-            When(kind=kind, then=Value(RANK[entry.severity]))
-            for kind, entry in CATALOGUE.items()
-            if entry.severity != WARNING
-        ],
-        default=Value(RANK[WARNING]),
-    )
+    rank = severity_rank()
     flags = (
         Flag.objects.filter(awaiting_attention(now))
         .order_by()
@@ -208,7 +218,7 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
             WITH awaiting (kind, task_id, opened_at, known, env, rnk) AS ({sql}),
             counts AS (
                 SELECT kind, CASE WHEN task_id IS NULL THEN NULL ELSE env END AS env,
-                       COUNT(*) AS n
+                       COUNT(*) AS n, MIN(opened_at) AS oldest
                 FROM awaiting GROUP BY 1, 2
             ),
             needing AS (
@@ -216,7 +226,7 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
                 FROM awaiting WHERE known GROUP BY task_id
                 ORDER BY worst DESC, since, task_id LIMIT %s
             )
-            SELECT kind, env, n, NULL, NULL FROM counts
+            SELECT kind, env, n, NULL, oldest FROM counts
             UNION ALL
             SELECT NULL, NULL, task_id, worst, since FROM needing
             """,
@@ -224,18 +234,22 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
         )
         rows = cursor.fetchall()
     kinds: dict[str, int] = defaultdict(int)
-    envs: dict[str, int] = defaultdict(int)
+    oldest: dict[str, datetime] = {}
+    envs: dict[str | None, int] = defaultdict(int)
     first = []
     for kind, env, n, worst, since in rows:
         if kind is None:
             first.append((-worst, _moment(since), n))
             continue
         kinds[kind] += n
-        if env is not None:
-            envs[env] += n
-    by_kind = [{"kind": k, "n": n} for k, n in sorted(kinds.items(), key=lambda i: (-i[1], i[0]))]
+        oldest[kind] = min(oldest.get(kind, _moment(since)), _moment(since))
+        envs[env] += n  # None: on a thread or a source, no task's environment
+    # Kinds as problems are listed: the most severe first, then the longest open.
+    ranked = sorted(kinds, key=lambda k: (-RANK[severity_of(k)], oldest[k], k))
+    by_kind = [{"kind": k, "n": kinds[k]} for k in ranked]
     by_env = [
-        {"environment": e, "n": n} for e, n in sorted(envs.items(), key=lambda i: (-i[1], i[0]))
+        {"environment": e, "n": n}
+        for e, n in sorted(envs.items(), key=lambda i: (i[0] is None, -i[1], i[0] or ""))
     ]
     first.sort()
     # The overview's rows name no thread or namespace: the tasks alone.
@@ -274,11 +288,15 @@ def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
         .select_related("namespace")
         .order_by("name")
     )
-    # Silent sources and thread flags stay in front even when taken up: they say what
-    # the rest of the page can be trusted for. Thread flags, as many as there are busy
-    # threads, are cards with forms: the newest OVERVIEW_THREAD_FLAGS of them, and the
-    # rest when asked (`all_thread_flags`), with how many there are (a window count).
-    open_flags_of = Flag.objects.filter(state=Flag.OPEN).order_by("-opened_at", "-pk")
+    # Silent sources stay in front even when taken up: they say what the rest of the
+    # page can be trusted for. Thread flags come after the tasks needing action, and,
+    # like every list of problems, the most severe first, then the longest open. They
+    # are cards with forms, as many as there are busy threads: the first
+    # OVERVIEW_THREAD_FLAGS of them, and the rest when asked (`all_thread_flags`), with
+    # how many there are (a window count).
+    open_flags_of = (
+        Flag.objects.filter(state=Flag.OPEN).alias(rank=severity_rank()).order_by(*WORST_FIRST)
+    )
     other_flags = list(open_flags_of.filter(subject_type="source"))
     on_thread = open_flags_of.filter(subject_type="thread").annotate(total=Window(Count("pk")))
     on_thread = list(on_thread if all_thread_flags else on_thread[:OVERVIEW_THREAD_FLAGS])
@@ -313,6 +331,8 @@ def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
         ],
         "by_env": [
             {**row, "query": urlencode({"env": row["environment"], "state": Flag.OPEN})}
+            if row["environment"] is not None
+            else row
             for row in by_env
         ],
         "needing": task_rows(needing),
@@ -381,6 +401,30 @@ def filter_errors(params, filters: dict) -> list[str]:
     return errors
 
 
+def list_environments() -> list[str]:
+    """The environments the list's filter offers: Supervisor's own (deliveries by hand)
+    is no machine an operator filters by."""
+    names = set(Environment.objects.values_list("name", flat=True)) | target_envs()
+    return sorted(names - {SUPERVISOR_ENV})
+
+
+def form_filters(params) -> dict:
+    """The list filters of PARAMS that the list's form can show, the others dropped: a
+    flag kind of the catalogue (a flag's id is no kind), a state, a status, and a
+    namespace and an environment the form lists. A page that sends an operator back to
+    the list (after a bulk action) uses these, so the list shown is the one its form says."""
+    filters = {k: v for k, v in list_filters(params).items() if v}
+    offered = {"flag": FLAG_KINDS, "status": STATUSES}
+    for key, values in offered.items():
+        if key in filters and filters[key] not in values:
+            del filters[key]
+    if "namespace" in filters and not Namespace.objects.filter(name=filters["namespace"]).exists():
+        del filters["namespace"]
+    if "env" in filters and filters["env"] not in list_environments():
+        del filters["env"]
+    return filters
+
+
 def filtered_tasks(filters: dict):
     """The known tasks the list's filters (list_filters) select."""
     tasks = task_queryset(
@@ -434,10 +478,7 @@ def task_list_context(params) -> dict:
         page = page[:PAGE_SIZE]
         next_cursor = encode(page[-1].delegated_at, page[-1].pk)
     active = {k: v for k, v in filters.items() if v}
-    # Supervisor's own environment (deliveries by hand) is no machine an operator filters by.
-    environments = sorted(
-        (set(Environment.objects.values_list("name", flat=True)) | target_envs()) - {SUPERVISOR_ENV}
-    )
+    environments = list_environments()
     return {
         "rows": task_rows(page),
         "filters": filters,
@@ -784,7 +825,15 @@ def thread_context(thread: Thread) -> dict:
             namespace_id=thread.namespace_id, subject_type="thread", subject_id=thread.thread_id
         )
         .select_related("resolved_by")  # a resolved card names who resolved it
-        .order_by("state", "-opened_at", "-pk")
+        # Open ones as every list of problems (worst, then longest open); resolved ones,
+        # the history below them, newest first.
+        .alias(
+            open_rank=Case(When(state=Flag.OPEN, then=severity_rank()), default=Value(0)),
+            open_since=Case(When(state=Flag.OPEN, then=F("opened_at"))),
+        )
+        .order_by(
+            "state", F("open_rank").desc(), F("open_since").asc(nulls_last=True), "-opened_at"
+        )
     )
     return {
         "thread": thread,

@@ -109,7 +109,7 @@ def test_filters_by_kind_and_actor(client, task, silent_source):
     (admin_row,) = rows(client.get("/audit/?kind=admin&actor=user:as-operator").content.decode())
     assert "Created user <code>ann</code>" in admin_row
     (by_ci,) = rows(client.get("/audit/?actor=source:ci").content.decode())
-    assert "Action <span title=\"cancel\">Cancel the task</span>" in by_ci
+    assert 'Action <span title="cancel">Cancel the task</span>' in by_ci
 
 
 def test_pages_newest_first_by_keyset(client, task):

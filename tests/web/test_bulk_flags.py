@@ -191,3 +191,30 @@ def test_a_preview_of_one_flag_action_does_not_confirm_another(client, flagged):
     page = client.post(BULK, {**form, "kind": "resolve", "reason": "r"})
     assert page.status_code == 400 and "Nothing was done" in page.content.decode()
     assert not Flag.objects.filter(state=Flag.RESOLVED).exists()
+
+
+def test_a_confirmation_goes_back_to_the_list_it_came_from_without_flag_ids(client, flagged):
+    # Issue 30: a post naming flags by id landed on `/tasks/?flag=14&state=open`, a flag
+    # id taken for a kind: an empty list, its filter nowhere in the form.
+    login_as(client, OPERATOR)
+    picked = {"kind": "acknowledge", "task": [flagged["task:t1"].pk], "state": "open"}
+    form = confirm_form(client.get(BULK, picked).content.decode())
+    ids = [str(pk) for pk in Flag.objects.values_list("pk", flat=True)]
+    done = client.post(BULK, {**form, "flag": ids})
+    assert done.status_code == 302
+    assert done["Location"] == reverse("web:task-list") + "?state=open"
+
+
+def test_a_confirmation_keeps_the_filters_the_list_form_shows(client, flagged):
+    login_as(client, OPERATOR)
+    picked = {"kind": "acknowledge", "task": [flagged["task:t1"].pk]}
+    html = client.get(BULK, {**picked, "flag": "stale_result", "status": "x"}).content
+    done = client.post(BULK, confirm_form(html.decode()))
+    # The kind stays; a status the form does not offer goes.
+    assert done["Location"] == reverse("web:task-list") + "?flag=stale_result&state=open"
+
+
+def test_the_preview_links_back_to_the_filtered_list(client, flagged):
+    login_as(client, OPERATOR)
+    html = client.get(BULK, matching("acknowledge", flag="stale_result")).content.decode()
+    assert '<a href="/tasks/?flag=stale_result&amp;state=open">← Tasks</a>' in html

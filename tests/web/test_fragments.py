@@ -59,7 +59,14 @@ def test_overview_parts_are_the_pages_partials(
     html = page(client, "/")
     parts = fragments.overview(can_act)
     ids = [re.search(r'id="([^"]+)"', p).group(1) for p in parts]
-    assert ids == ["overview-alerts", "overview-counts", "overview-tasks", "overview-sources"]
+    assert ids == [
+        "overview-alerts",
+        "overview-tasks",
+        "overview-thread-flags",
+        "overview-counts",
+        "overview-later",
+        "overview-sources",
+    ]
     for part in parts:
         assert in_page(part, html), part
     assert ('action="/flags/' in parts[0]) is can_act

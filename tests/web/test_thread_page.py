@@ -1,9 +1,14 @@
 """The thread page: the tasks a thread delegated, as a tree, grandchildren included."""
 
+from datetime import timedelta
+
 import pytest
 
+from supervisor.core import clock
+from supervisor.core.flags import do_open_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Thread
+from supervisor.core.snapshot import Finding
 from supervisor.web.page_data import TREE_DEPTH
 from tests.factories import at
 
@@ -99,3 +104,15 @@ def test_a_delegation_cycle_does_not_loop(client, viewer, source):
 def test_an_unknown_thread_is_404(client, viewer):
     client.force_login(viewer)
     assert client.get("/threads/999999/").status_code == 404
+
+
+def test_a_threads_open_flags_come_the_longest_open_first(client, viewer, source):
+    # Issue 30: every list of problems, the most severe first, then the longest open.
+    chain(source, 1)
+    now = clock.now()
+    for minutes, kind in ((0, "late_wake"), (-30, "orphan_wake")):
+        finding = Finding(kind, "thread", "thread:c0", {"text": f"{kind} on it"})
+        do_open_flag(source.namespace_id, finding, now + timedelta(minutes=minutes))
+    client.force_login(viewer)
+    html = thread_page(client, "thread:c0")
+    assert html.index("orphan_wake on it") < html.index("late_wake on it")

@@ -43,4 +43,6 @@ class Command(BaseCommand):
                 self.stdout.write(simulator.notice)
         except startup.StartupError as exc:
             raise CommandError(str(exc)) from None
+        # The worker's alerts link to this server (settings' SUPERVISOR_BASE_URL default).
+        os.environ["HOST"], os.environ["PORT"] = host, str(port)
         processes.run(commands, envs, host, port, say=self.stdout.write, warn=self.stderr.write)
