@@ -35,6 +35,7 @@ class Given:
     reached: bool
     run: str | None = None  # the run a delivery by hand carried, when known
     by_hand: bool = False
+    why_not: str = ""  # why a text handed by a report did not reach the parent
 
     def as_json(self) -> dict:
         return {
@@ -118,7 +119,12 @@ def _read(snap: Snapshot, task: TaskView) -> Handover:
                 latest_run = run  # a later run delivered by hand is what the parent holds
     for r in sorted(task.reports, key=lambda r: (r.at, r.event_id)):
         if r.terminal and r.summary is not None:
-            entries.append(Given(r.summary, (f"report {r.status}",), not by_wake_only))
+            why_not = ""
+            if by_wake_only:
+                why_not = "the orchestrator hands results by wake only, and none was delivered"
+            elif r.cause == "restart":
+                why_not = "the orchestrator's restart ended the task, and it sends no wake for it"
+            entries.append(Given(r.summary, (f"report {r.status}",), not why_not, why_not=why_not))
     latest = _latest(snap, task, latest_run, entries, by_wake_only)
     if (
         latest is not None
@@ -168,10 +174,12 @@ def _latest(snap, task, run: RunView | None, entries, by_wake_only: bool) -> Lat
     for given in entries:
         if given.reached and not given.by_hand and normalized(given.text) == wanted:
             return Latest(run.summary, run.id, True, f"by the {given.via[0]}", via=given.via[0])
+    why = next(
+        (g.why_not for g in entries if g.why_not and normalized(g.text) == wanted),
+        "no wake or terminal report carried it",
+    )
     if by_wake_only:
         why = "the orchestrator hands results by wake only, and no wake of it was delivered"
-    else:
-        why = "no wake or terminal report carried it"
     return Latest(run.summary, run.id, False, why)
 
 
@@ -213,6 +221,7 @@ def _merged(entries: list[Given]) -> list[Given]:
             seen.reached or g.reached,
             seen.run or g.run,
             seen.by_hand or g.by_hand,
+            "" if seen.reached or g.reached else seen.why_not or g.why_not,
         )
     return list(by_text.values())
 

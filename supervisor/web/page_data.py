@@ -467,6 +467,7 @@ def _handed(reading) -> list[dict]:
                 "text": given.text,
                 "via": ", ".join(given.via),
                 "reached": given.reached,
+                "why_not": given.why_not,
                 "by_hand": given.by_hand,
                 "same": same,
                 "diff": word_diff(given.text, latest)
