@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from . import ownership
+from . import handover, ownership
+from .handover import Handover
 from .models import Task
 from .snapshot import Snapshot, TaskView
 
@@ -34,6 +35,7 @@ class TaskDetail:
     result_run: str | None
     handed: list[str]
     owned_runs: set[str]
+    handover: Handover | None = None
     runs: list = field(default_factory=list)
     items: list = field(default_factory=list)
     wakes: list = field(default_factory=list)
@@ -45,6 +47,7 @@ class TaskDetail:
             "latest_result_reached_parent": self.latest_result_reached_parent,
             "result_run": self.result_run,
             "handed_to_parent": self.handed,
+            "handover": self.handover.as_json() if self.handover else None,
             "reports": [
                 {
                     "event_id": r.event_id,
@@ -116,8 +119,10 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
     view = snap.tasks[task.task_id]
     child = ownership.child_thread(snap, view)
     owned = {run.id for run in ownership.owned_runs(snap, view)}
-    latest_run = ownership.latest_result_run(snap, view)
-    latest = latest_run.summary if latest_run else None
+    # The one reading of what the parent holds (core.handover): the panels, the API and
+    # the delivery flags' evidence all show it.
+    reading = handover.read(snap, view)
+    latest = reading.latest
     result_run = ownership.result_run(snap, view)
     runs = snap.runs_by_thread.get(child, []) if child else []
     items = sorted(
@@ -140,16 +145,16 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
     )
     return TaskDetail(
         task=view,
-        latest_result=latest,
-        latest_result_run=latest_run.id if latest_run else None,
-        latest_result_reached_parent=latest is not None
-        and ownership.has_reached_parent(snap, view, latest),
+        latest_result=latest.text if latest else None,
+        latest_result_run=latest.run if latest else None,
+        latest_result_reached_parent=latest is not None and latest.reached,
         result_run=result_run.id if result_run else None,
         handed=list(dict.fromkeys(h.text for h in ownership.handed(snap, view))),
         owned_runs=owned,
         runs=runs,
         items=items,
         wakes=wakes,
+        handover=reading,
     )
 
 

@@ -66,7 +66,7 @@ from supervisor.notify.models import Channel
 
 from .problems import problem_of, problems_of
 from .snooze_times import SNOOZE_CHOICES
-from .word_diff import same_words, word_diff
+from .word_diff import word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
 FLAG_KINDS = tuple(sorted(KINDS))
@@ -515,19 +515,25 @@ class Step:
     subject: str = ""
 
 
-def _handed(snap, view, latest: str | None) -> list[dict]:
-    by_text: dict[str, list[str]] = defaultdict(list)
-    for handing in [*ownership.handed(snap, view), *ownership.delivered_by_hand(snap, view)]:
-        by_text[handing.text].append(handing.via)
+def _handed(reading) -> list[dict]:
+    """The "given" panel's entries, from the one reading (core.handover): what reached the
+    parent, then what was reported but did not reach it; a diff against the latest result
+    only where the text differs (a hand delivery's header is not part of its text)."""
+    latest = reading.latest.text if reading.latest else None
     handed = []
-    for text, vias in by_text.items():
-        same = latest is not None and same_words(text, latest)
+    for given in [*reading.reached, *reading.not_reached]:
+        same = reading.same_as_latest(given)
         handed.append(
             {
-                "text": text,
-                "via": ", ".join(dict.fromkeys(vias)),
+                "text": given.text,
+                "via": ", ".join(given.via),
+                "reached": given.reached,
+                "why_not": given.why_not,
+                "by_hand": given.by_hand,
                 "same": same,
-                "diff": word_diff(text, latest) if latest is not None and not same else None,
+                "diff": word_diff(given.text, latest)
+                if latest is not None and given.reached and not same
+                else None,
             }
         )
     return handed
@@ -743,7 +749,7 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
     return {
         "task": task,
         "detail": detail,
-        "handed": _handed(snap, view, detail.latest_result),
+        "handed": _handed(detail.handover),
         "problem": problem,
         "facets": facets,
         "resolved_flags": [flag_entry(f) for f in flags if f.state != Flag.OPEN],

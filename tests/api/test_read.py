@@ -8,7 +8,7 @@ from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.sources import do_create_source
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +75,36 @@ def replayed(source, name):
     with clock.virtual_clock(clock.now()):
         evaluate(source.namespace_id, clock.now())
     return scenario
+
+
+def test_task_detail_says_what_reached_the_parent_as_the_flags_do(client, source):
+    # Issue 30: one reading for the page, the API and the flags. The orchestrator hands
+    # results by wake only, and none was delivered: its report's text did not reach.
+    scenario = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "never-delivered"))
+    apply_events(source, scenario["events"])
+    with clock.virtual_clock(clock.now()):
+        evaluate(source.namespace_id, clock.now())
+    body = get(client, f"/api/v1/tasks/{quote('task:nd', safe='')}", source.token).json()
+    assert {f["kind"] for f in body["flags"] if f["state"] == "open"} == {"never_delivered"}
+    assert body["latest_result_reached_parent"] is False
+    assert body["handover"]["latest"]["reached_parent"] is False
+    [given] = body["handover"]["given"]
+    assert (given["text"], given["via"], given["reached_parent"]) == (
+        "Lint clean: 0 findings in src/.",
+        ["report completed"],
+        False,
+    )
+
+
+def test_task_detail_gives_a_delivery_by_hand_without_its_header(client, source):
+    scenario = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "manual-delivery"))
+    apply_events(source, scenario["events"])
+    body = get(client, f"/api/v1/tasks/{quote('task:suite-run', safe='')}", source.token).json()
+    latest = body["handover"]["latest"]
+    assert latest["reached_parent"] is True
+    by_hand = [g for g in body["handover"]["given"] if g["by_hand"]]
+    assert [g["text"] for g in by_hand] == [latest["text"]]
+    assert by_hand[0]["run"] == latest["run"] == body["latest_result_run"]
 
 
 def test_tasks_filter_by_open_flag_kind(client, source):

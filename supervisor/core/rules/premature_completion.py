@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from .. import handover
 from ..ownership import (
     has_reached_parent,
     judged_tasks,
@@ -60,7 +61,10 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
         return None
     events = [report.event_id] + [o.event_id for o in owed]
     text = f"Reported {report.status} while it still owes work: {_described(owed)}."
-    if undelivered:
+    # Whether the evidence says the result has not reached the parent is the one reading's
+    # (core.handover): a terminal report that handed it counts there, as on the task page.
+    reached = latest is not None and handover.run_reached(snap, task, latest)
+    if undelivered and not reached:
         events.append(latest.finished_event)
         text += f" Its latest result, from run {latest.id}, has not reached the parent."
     rr = result_run(snap, task)
@@ -75,6 +79,7 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
             "result_run": rr.id if rr else None,
             "latest_run": latest.id if latest else None,
             "latest_result": latest.summary if latest else None,
+            "latest_reached_parent": reached if latest else None,
         },
     )
 
