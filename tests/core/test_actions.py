@@ -228,7 +228,8 @@ def test_continue_and_cancel_target_the_child(stale, receiver):
 
 def test_the_simulated_orchestrator_answers_each_action(stale):
     """Through the simulator connector, in process: deliver wakes the parent, continue
-    wakes the child with a run the task owns, cancel interrupts the child's run and reports it cancelled."""
+    wakes the child with a run the task owns, cancel interrupts the child's run and
+    reports it cancelled."""
     task, until = stale
     source = task.namespace.sources.get()
     source.connector, source.connector_settings = "simulator", {}
