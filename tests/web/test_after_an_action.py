@@ -209,7 +209,7 @@ def test_when_the_continued_child_finished_the_main_action_delivers_its_result(d
         action, _ = actions.do_request_action(task, "continue", actor="user:alice")
         assert operator_actions.perform(action.pk) == "succeeded"
     evaluate(source.namespace_id, until + timedelta(seconds=30))
-    run = task.child_thread.runs.get(trigger_kind="message").run_id
+    run = task.child_thread.runs.get(trigger_kind="wake").run_id
     first = suggested(page(operator_client, task))[0]
     assert "Deliver the child’s later result" in first
     assert f"?run={quote(run, safe='')}" in first
