@@ -818,8 +818,8 @@ def resolve_answered(action: Action, now: datetime) -> list[Flag]:
     }
     answers, _ = action_outcomes.outcomes(snap, view, "deliver", flags, run=action.run_id)
     reason = (
-        f"resolved by the delivery by hand of run {action.run_id} by "
-        f"{actor_words(action.actor_name)}"
+        f"resolved by the delivery by hand of {ownership.run_name(snap.runs.get(action.run_id))} "
+        f"by {actor_words(action.actor_name)}"
     )
     return [
         flags[kind]

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ownership
+from .ownership import run_name
 from .snapshot import RunView, Snapshot, TaskView
+
+__all__ = ["Continued", "continued_run", "run_name", "what_continued"]
 
 WAIT = "wait"
 DELIVER = "deliver"
@@ -29,15 +32,6 @@ class Continued:
     @property
     def deliver_run(self) -> str | None:
         return self.run.id if self.left == DELIVER and self.run is not None else None
-
-
-def run_name(run: RunView | None) -> str:
-    """A run as the page names it: by its ordinal ("run 2"), never by its raw id."""
-    if run is None:
-        return "no run"
-    if run.ordinal is None:
-        return "a run not requested yet"
-    return f"run {run.ordinal}"
 
 
 def continued_run(snap: Snapshot, view: TaskView, wake_id: str) -> RunView | None:
