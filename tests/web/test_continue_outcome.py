@@ -54,6 +54,8 @@ def test_the_page_says_what_the_continued_run_did_and_offers_its_delivery(
     assert "Run 2 (the task’s own) finished completed" in said and DONE in said
     assert "Left to do:</strong> deliver its result to the parent" in said
     assert CHILD not in said
+    assert "a continue by hand (manual wake): the run it wakes is the task" in html  # timeline
+    assert "recorded as a manual wake to the child" in html  # the action's row
     [suggested] = re.findall(r'<p class="suggested-action">(.*?)</p>', html, re.S)
     assert "Deliver the continued run’s result (run 2)" in suggested
     deliver = reverse("web:task-action", args=[task.pk, "deliver"])
