@@ -86,18 +86,18 @@ def _judge_deliver(snap, view, flag: str, run: str | None) -> tuple[str | None, 
                 "",
             )
         return None, (
-            f"it is about the latest result (run {latest.id if latest else '?'}), not run {run}"
+            f"it is about the latest result ({ownership.run_name(latest)}), not {_named(snap, run)}"
         )
     if flag in FAILURE_KINDS:
         later = {r.id for r in later_results(snap, view)}
         if run not in later:
             return None, (
-                f"run {run} is not a later result of the child after the failed report: the "
-                "parent would still hold only the failure"
+                f"{_named(snap, run)} is not a later result of the child after the failed "
+                "report: the parent would still hold only the failure"
             )
-        going = [r.id for r in runs_under_way(snap, view)]
+        going = [ownership.run_name(r) for r in runs_under_way(snap, view)]
         if flag == "failed_while_running" and going:
-            return None, f"the child's run {', '.join(going)} is still under way"
+            return None, f"the child's {', '.join(going)} is still under way"
         return "resolved with the delivery: the parent then holds the child's later result", ""
     if kind_of(flag).answered_by == BY_REASON:
         return None, "it records that the task was delegated twice: resolve it with a reason"
@@ -118,12 +118,12 @@ def resolved_because(snap: Snapshot, subject_type: str, subject_id: str, kind: s
         latest = ownership.latest_result_run(snap, view)
         wake = ownership.reaching_wake(snap, view, latest.summary) if latest else None
         if wake is not None and wake.source_kind == "manual":
-            delivery = _delivery_words(wake.id, latest.id)
+            delivery = _delivery_words(snap, wake.id, latest)
             return f"resolved: {delivery} brought the latest result to the parent"
         if wake is not None:
             return (
-                f"resolved: the child's run {latest.id} finished and its result reached the "
-                f"parent (wake {wake.id})"
+                f"resolved: the child's {ownership.run_name(latest)} finished and its result "
+                f"reached the parent (wake {wake.id})"
             )
     report = view.current_report
     if report is not None:
@@ -131,7 +131,12 @@ def resolved_because(snap: Snapshot, subject_type: str, subject_id: str, kind: s
     return LATER_EVENTS
 
 
-def _delivery_words(wake_id: str, run: str) -> str:
+def _named(snap: Snapshot, run_id: str | None) -> str:
+    """A run given by id, as the page names it (by ordinal)."""
+    return ownership.run_name(snap.runs.get(run_id or ""))
+
+
+def _delivery_words(snap: Snapshot, wake_id: str, run: RunView) -> str:
     from .models import Action
 
     prefix = "supervisor:delivery:"
@@ -140,5 +145,6 @@ def _delivery_words(wake_id: str, run: str) -> str:
         action = Action.objects.filter(pk=int(pk)).values_list("actor_name", "run_id").first()
         if action is not None:
             name = (action[0] or "someone").removeprefix("user:")
-            return f"the delivery by hand of run {action[1] or run} by {name}"
+            named = _named(snap, action[1]) if action[1] else ownership.run_name(run)
+            return f"the delivery by hand of {named} by {name}"
     return f"a delivery by hand (wake {wake_id})"

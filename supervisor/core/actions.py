@@ -27,6 +27,7 @@ from .connectors import (
     Receipt,
     SettingsError,
     connector_for,
+    continue_wake,
     delivery_wake,
 )
 from .flags import do_resolve_flag
@@ -659,6 +660,15 @@ def do_record_success(action: Action, receipt: Receipt, now: datetime) -> str:
             return leases.state_of(ACTION_QUEUE, action.pk)
         action.state = Action.SUCCEEDED
         unrecorded = {}
+        if action.kind == "continue":
+            try:
+                with transaction.atomic():
+                    record_continue(action, now)
+            except Exception as exc:
+                log.exception("action %s: sent, but recording the continue failed", action.pk)
+                error = f"sent, but recording it as the child's manual wake failed: {exc}"
+                Action.objects.filter(pk=action.pk).update(last_error=error)
+                unrecorded = {"error": error}
         if action.kind == "deliver":
             try:
                 with transaction.atomic():
@@ -766,6 +776,28 @@ def record_delivery(action: Action, now: datetime) -> None:
         raise RuntimeError(f"recording delivery {action.pk} failed: {result.rejected}")
 
 
+def record_continue(action: Action, now: datetime) -> None:
+    """A confirmed continue as a `manual` wake of the task to its child thread (contract
+    §4, rule 5): the run the child starts for it names the wake in its trigger, and the
+    task owns that run; a wake no run starts shows as `stuck`, as any wake does."""
+    task = action.task
+    event = {
+        "id": key_id("continue:", action.idempotency_key),
+        "type": "wake.queued",
+        "at": now.isoformat(),
+        "env": SUPERVISOR_ENV,
+        "data": {
+            "wake": continue_wake(action.idempotency_key),
+            "thread": action.target_thread_id,
+            "source": {"kind": "manual", "task": task.task_id},
+            "summary": action.text,
+        },
+    }
+    result = do_ingest(internal_source(task.namespace), [event])
+    if result.rejected:
+        raise RuntimeError(f"recording continue {action.pk} failed: {result.rejected}")
+
+
 def actor_words(actor_name: str | None) -> str:
     """`user:alice` as an operator reads it: alice (a source's name stays as it is)."""
     name = actor_name or "someone"
@@ -786,8 +818,8 @@ def resolve_answered(action: Action, now: datetime) -> list[Flag]:
     }
     answers, _ = action_outcomes.outcomes(snap, view, "deliver", flags, run=action.run_id)
     reason = (
-        f"resolved by the delivery by hand of run {action.run_id} by "
-        f"{actor_words(action.actor_name)}"
+        f"resolved by the delivery by hand of {ownership.run_name(snap.runs.get(action.run_id))} "
+        f"by {actor_words(action.actor_name)}"
     )
     return [
         flags[kind]

@@ -11,10 +11,12 @@ and before recording success sends again.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,18 @@ class Outgoing:
     queued_runs: tuple[str, ...] = ()  # cancel: the target's runs requested, not started
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self) | {"queued_runs": list(self.queued_runs)}
+        return asdict(self) | {"queued_runs": list(self.queued_runs), "wake": self.wake}
+
+    @property
+    def wake(self) -> str | None:
+        """The manual wake Supervisor records a confirmed deliver or continue as: an
+        orchestrator names it in the run it starts for the action (trigger `wake`), so
+        that a continue's run is owned by the task (contract §4, rule 5)."""
+        if self.kind == "deliver":
+            return self.delivery_wake
+        if self.kind == "continue":
+            return continue_wake(self.idempotency_key)
+        return None
 
     @property
     def delivery_wake(self) -> str:
@@ -53,6 +66,21 @@ class Outgoing:
         An orchestrator that reports the wake it queued for the delivery names it so,
         and the two make one wake, not two."""
         return delivery_wake(self.action_id)
+
+
+def continue_wake(idempotency_key: str) -> str:
+    """The id of the manual wake to the child that records a continue. It derives from
+    the key, not the action's number, so that a connector can name it in what it sends
+    (T3's message id) and know it again when it reads the run back; percent-encoded, as
+    T3's own derived ids are, and hashed when long."""
+    key = quote(idempotency_key, safe="")
+    if len(key) > CONTINUE_KEY_LIMIT:
+        key = "sha256:" + hashlib.sha256(idempotency_key.encode()).hexdigest()
+    return CONTINUE_WAKE_PREFIX + key
+
+
+CONTINUE_WAKE_PREFIX = "supervisor:continue:"
+CONTINUE_KEY_LIMIT = 200
 
 
 def delivery_wake(action_id: int) -> str:

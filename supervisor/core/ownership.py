@@ -23,6 +23,15 @@ def normalized(text: str | None) -> str | None:
     return " ".join(text.split())
 
 
+def run_name(run: RunView | None) -> str:
+    """A run as the task page names it: by its ordinal ("run 2"), never by its raw id."""
+    if run is None:
+        return "no run"
+    if run.ordinal is None:
+        return "a run not requested yet"
+    return f"run {run.ordinal}"
+
+
 def known_tasks(snap: Snapshot) -> list[TaskView]:
     """The tasks whose `task.delegated` arrived: the only task subjects of flags."""
     return sorted((task for task in snap.tasks.values() if task.known), key=lambda t: t.id)

@@ -238,7 +238,13 @@ def _item_entries(snap, item, owned: set[str]) -> list[TimelineEntry]:
 
 def _wake_entries(view: TaskView, wake) -> list[TimelineEntry]:
     why, marks = "", []
-    if wake.source_kind == "manual":
+    if (
+        wake.source_kind == "manual"
+        and wake.thread is not None
+        and wake.thread == view.child_thread
+    ):
+        why = "a continue by hand (manual wake): the run it wakes is the task's"
+    elif wake.source_kind == "manual":
         why, marks = "delivery by hand (manual wake)", ["delivery"]
     elif wake.thread is not None and wake.thread == view.parent_thread:
         why, marks = "to the parent", ["to-parent"]

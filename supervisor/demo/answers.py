@@ -3,7 +3,8 @@
 - deliver: a `manual` wake to the parent thread carrying the text, delivered into a new
   parent run that it starts (and that soon ends); the wake is the one Supervisor records
   the delivery as (`Outgoing.delivery_wake`), so one delivery is one wake;
-- continue: a new run of the child thread started by the message, which ends completed;
+- continue: a `manual` wake of the task to the child thread (the one Supervisor records
+  the continue as, `Outgoing.wake`) and a new run it starts, which ends completed;
 - cancel: the child's active run ends `cancelled`, and the task is reported cancelled.
 
 Event, run and wake ids derive from the action's idempotency key: answering the same
@@ -129,14 +130,26 @@ class _Answer:
 
     def continue_(self) -> list[dict[str, Any]]:
         out, thread = self.outgoing, self.view.thread
+        # The wake Supervisor records the continue as (`Outgoing.wake`): the run it starts
+        # names it, so the task owns that run (contract §4, rule 5).
+        wake = out.wake
         run, ordinal = self.new_run()
+        self.emit(
+            "wake",
+            "wake.queued",
+            wake=wake,
+            thread=thread,
+            source={"kind": "manual", "task": out.task_id},
+            summary=out.text,
+        )
         self.emit(
             "run",
             "run.requested",
+            0.02,
             thread=thread,
             run=run,
             ordinal=ordinal,
-            trigger={"kind": "message"},
+            trigger={"kind": "wake", "wake": wake},
         )
         self.emit("started", "run.started", 0.05, thread=thread, run=run)
         asked = " ".join((out.text or "").split())

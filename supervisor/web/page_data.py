@@ -29,9 +29,10 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from supervisor.core import action_outcomes, clock, ownership
+from supervisor.core import action_outcomes, clock, continued, ownership
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.connectors import continue_wake
 from supervisor.core.flag_kinds import (
     CANCEL,
     CATALOGUE,
@@ -578,8 +579,33 @@ def _unfit_actions(task: Task, snap, view, open_flags: list[Flag]) -> dict[str, 
     return unfit
 
 
+def continued_outcome(snap, view, actions: list) -> dict | None:
+    """What the newest continue that the orchestrator took led to (issue 30): the run it
+    started, what that run did, and what is left to do (wait, deliver, act, nothing)."""
+    last = next(
+        (a for a in reversed(actions) if a.kind == CONTINUE and a.state == Action.SUCCEEDED),
+        None,
+    )
+    if last is None:
+        return None
+    found = continued.what_continued(snap, view, continue_wake(last.idempotency_key))
+    return {
+        "action": last,
+        "run": found.run,
+        "did": found.did,
+        "left": found.left,
+        "left_words": found.left_words,
+        "deliver_run": found.deliver_run,
+    }
+
+
 def _fit_to_state(
-    suggested: list[dict], snap, view, open_flags: list[Flag], actions: list
+    suggested: list[dict],
+    snap,
+    view,
+    open_flags: list[Flag],
+    actions: list,
+    cont: dict | None = None,
 ) -> list[dict]:
     """The suggestions as the task's state and its actions leave them (issue 19):
 
@@ -621,8 +647,19 @@ def _fit_to_state(
         and (going := action_outcomes.runs_under_way(snap, view))
     ):
         by_kind[CONTINUE]["unfit"] = (
-            f"the child’s run {going[-1].id} is under way: wait for it to finish"
+            f"the child’s {continued.run_name(going[-1])} is under way: wait for it to finish"
         )
+    if cont is not None and cont["deliver_run"] and DELIVER not in by_kind:
+        # No flag calls for it (the task may still be reported running), but the
+        # continued run's result is the task's latest and the parent does not have it.
+        by_kind[DELIVER] = {
+            "kind": DELIVER,
+            "label": f"Deliver the continued run’s result ({continued.run_name(cont['run'])})",
+            "flags": [],
+            "why": "what the continue started has finished: the parent does not have it yet",
+            "unfit": cannot_act(cont["action"].task, DELIVER)[0],
+            "query": urlencode({"run": cont["deliver_run"]}),
+        }
     latest = {}
     for action in actions:  # oldest first: the newest of each kind wins
         latest[action.kind] = action
@@ -655,7 +692,7 @@ def _waiting_for(snap, view, action, open_kinds: set[str]) -> str:
             if r.requested_at is None or r.requested_at >= action.created_at
         ]
         waiting = (
-            f"the child’s run {started[-1].id} is under way: waiting for it to finish"
+            f"the child’s {continued.run_name(started[-1])} is under way: waiting for it to finish"
             if started
             else "waiting for the child’s run to be reported"
         )
@@ -729,6 +766,7 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
     flags = list(task.flags.select_related("resolved_by").order_by("state", "-opened_at", "-pk"))
     open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
+    cont = continued_outcome(snap, view, actions)
     problem = problem_of(
         [(f.kind, f.acknowledged_at, f.snoozed_until) for f in open_flags], clock.now()
     )
@@ -742,6 +780,7 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         view,
         open_flags,
         actions,
+        cont,
     )
     headline = problem.headline.words.action if problem else None
     # The problem's own advice, when the action it names cannot be sent now.
@@ -756,6 +795,7 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         **timeline_page(timeline(snap, detail, actions), timeline_before),
         "actions": actions[::-1],
         "banner": action_banner(actions, clock.now()),
+        "continued": cont,
         "suggested": suggested,
         "headline_unfit": headline_unfit,
         "action_labels": ACTION_LABELS,

@@ -16,11 +16,13 @@ import pytest
 from django.db import transaction
 
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core import clock
+from supervisor.core import clock, continued, ownership
+from supervisor.core.actions import do_request_action
 from supervisor.core.connectors import Outgoing, SettingsError, connector_for
 from supervisor.core.contract import parse_event, parse_timestamp
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
+from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag, IngestedEvent, Run, Task, Wake
 from supervisor.core.rules.transient_failure import passing_fault
 from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
@@ -32,6 +34,7 @@ from supervisor.demo.fleet import (
     Fleet,
 )
 from supervisor.demo.sending import ApiSink
+from supervisor.jobs import operator_actions
 from tests import workers
 from tests.simulator.connector import SimulatorConnector
 
@@ -270,6 +273,66 @@ def test_the_command_answers_webhook_actions_once_and_stops_on_ctrl_c(live_serve
     assert "Stopped (Ctrl-C)." in err and "Traceback" not in err
 
 
+def test_the_command_answers_a_continue_with_a_run_the_task_owns(live_server, tmp_path):
+    """The demo fleet, answering Supervisor's continue over the webhook (real loopback
+    HTTP both ways): the run it starts names the continue's manual wake, which Supervisor
+    records itself; the task owns the run, and what is left is to deliver its result."""
+    source, token = do_create_source("simulated-continue", scopes="ingest,read,act")
+    manifest_file = tmp_path / "fleet.json"
+    command = [
+        sys.executable,
+        "manage.py",
+        "simulate",
+        *("--url", live_server.url, "--token", token, "--seed", "3", "--tasks", "3"),
+        *("--speed", "100000", "--manifest", str(manifest_file)),
+        *("--listen", "127.0.0.1:0", "--secret", SECRET),
+    ]
+    env = {**os.environ, **workers.test_database_env(), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        url = None
+        for line in process.stdout:
+            if line.startswith("Answering actions on "):
+                url = line.split()[-1]
+            if line.startswith("The fleet is done"):
+                break
+        assert url, process.stderr.read()
+        source.connector = "webhook"
+        source.connector_settings = {"url": url, "secret": SECRET, "timeout": 10}
+        source.save()
+        entry = json.loads(manifest_file.read_text())["tasks"][0]
+        task = Task.objects.select_related("namespace").get(task_id=entry["task"])
+        child = task.child_thread.thread_id
+        before = max(Run.objects.filter(thread__thread_id=child).values_list("ordinal", flat=True))
+        action, _ = do_request_action(task, "continue", actor="user:op", message="Go on.")
+        assert operator_actions.perform(action.pk) == "succeeded"
+        wake = Wake.objects.get(
+            source_kind="manual", source_task=task.task_id, thread__thread_id=child
+        )
+        run = workers.wait_for(
+            lambda: (
+                Run.objects.filter(thread__thread_id=child, ordinal=before + 1)
+                .exclude(finished_event=None)
+                .first()
+            ),
+            what="the continued run's end",
+        )
+        assert (run.trigger_kind, run.trigger_ref) == ("wake", wake.wake_id)
+        snap = load_for_task(task)
+        view = snap.tasks[task.task_id]
+        assert ownership.owning(snap, view, snap.runs[run.run_id]).owned
+        left = continued.what_continued(snap, view, wake.wake_id)
+        assert left.left == continued.DELIVER and left.deliver_run == run.run_id
+        assert f"run {before + 1}" in left.did
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=15)
+    assert process.returncode == 130
+    assert "Traceback" not in err
+
+
 class FlakyApi(BaseHTTPRequestHandler):
     """Answers 503 to the first post, then takes every post; keeps the bodies."""
 
@@ -393,7 +456,7 @@ def test_deliver_wakes_the_parent_with_a_new_run_and_resolves_the_stale_result(s
     assert again.duplicate and counts(simulated) == stored
 
 
-def test_continue_starts_a_new_child_run_by_message_that_completes(simulated):
+def test_continue_starts_a_new_child_run_by_its_manual_wake_that_completes(simulated):
     task, _ = stale_task(simulated)
     child = task.child_thread.thread_id
     before = max(Run.objects.filter(thread__thread_id=child).values_list("ordinal", flat=True))
@@ -401,7 +464,17 @@ def test_continue_starts_a_new_child_run_by_message_that_completes(simulated):
     connector = connector_for(simulated)
     assert not connector.perform(outgoing, timeout=5).duplicate
     run = Run.objects.get(thread__thread_id=child, ordinal=before + 1)
-    assert run.trigger_kind == "message" and run.status == "completed"
+    # Started by the manual wake Supervisor records the continue as: the task owns it.
+    assert (run.trigger_kind, run.trigger_ref) == ("wake", outgoing.wake)
+    wake = Wake.objects.get(wake_id=outgoing.wake)
+    assert (wake.source_kind, wake.source_task, wake.thread.thread_id) == (
+        "manual",
+        task.task_id,
+        child,
+    )
+    snap = load_for_task(task)
+    assert ownership.owning(snap, snap.tasks[task.task_id], snap.runs[run.run_id]).owned
+    assert run.status == "completed"
     assert run.started_at and "Continue from where you stopped." in run.summary
     stored = counts(simulated)
     assert connector.perform(outgoing, timeout=5).duplicate

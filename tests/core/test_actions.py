@@ -228,7 +228,8 @@ def test_continue_and_cancel_target_the_child(stale, receiver):
 
 def test_the_simulated_orchestrator_answers_each_action(stale):
     """Through the simulator connector, in process: deliver wakes the parent, continue
-    starts a child run, cancel interrupts the child's run and reports it cancelled."""
+    wakes the child with a run the task owns, cancel interrupts the child's run and
+    reports it cancelled."""
     task, until = stale
     source = task.namespace.sources.get()
     source.connector, source.connector_settings = "simulator", {}
@@ -241,10 +242,13 @@ def test_the_simulated_orchestrator_answers_each_action(stale):
             action, _ = do_request_action(task, kind, actor="user:op")
             assert operator_actions.perform(action.pk) == "succeeded", kind
     # The simulator reports the wake Supervisor records: one delivery, one wake.
-    [manual] = Wake.objects.filter(source_kind="manual", source_task=TASK)
-    assert manual.thread.thread_id == "thread:parent-release"
+    [manual] = Wake.objects.filter(
+        source_kind="manual", source_task=TASK, thread__thread_id="thread:parent-release"
+    )
     assert manual.delivered_event is not None
-    assert child.runs.filter(trigger_kind="message").count() == 1
+    # The continue is a manual wake of the task to its child, which wakes the child's run.
+    [woken] = Wake.objects.filter(source_kind="manual", source_task=TASK, thread=child)
+    assert child.runs.filter(trigger_kind="wake", trigger_ref=woken.wake_id).count() == 1
     assert child.runs.count() == runs_before + 1
     task.refresh_from_db()
     assert task.status == "cancelled"

@@ -27,7 +27,7 @@ from supervisor.core.sources import do_create_source
 from supervisor.jobs import follow_t3 as t3_tasks
 
 from .statedb import FakeT3
-from .timelines import TIMELINES, renamed
+from .timelines import TIMELINES, renamed, user_run
 
 pytestmark = pytest.mark.django_db
 
@@ -324,6 +324,40 @@ def test_a_wait_tasks_transfer_is_its_delivery(t3_source, state_path):
         and e["data"]["run"] == "run:thread:thread:delegated-task:a1:ordinal:2"
     ]
     assert trigger == {"kind": "message"}
+
+
+def test_a_run_started_by_supervisors_continue_names_its_manual_wake(t3_source, state_path):
+    """Issue 30: the connector sends a continue with its manual wake as the message id;
+    the run T3 starts for it names that wake, so the task owns it (contract §4, rule 5),
+    and a message typed in T3 by hand stays a follow-up."""
+    child, task = "thread:delegated-task:a1", "node:delegated-task:cmd%3Aa1"
+    wake = "supervisor:continue:op-continue-1"
+    t3 = written(state_path, "seed002")
+    user_run(
+        t3,
+        child,
+        3,
+        wake,
+        text="Go on from where you stopped.",
+        createdBy="user",
+        creationSource="server",
+        at_message="2026-11-13T11:30:00.000Z",
+        at_run="2026-11-13T11:30:00.010Z",
+        at_start="2026-11-13T11:30:00.050Z",
+    )
+    t3.close()
+    db = StateDB(str(state_path))
+    events = Mapper(lookup=db).map_rows(db.rows_after(0, 10_000))
+    triggers = {
+        e["data"]["run"]: e["data"]["trigger"] for e in events if e["type"] == "run.requested"
+    }
+    assert triggers[f"run:thread:{child}:ordinal:3"] == {"kind": "wake", "wake": wake}
+    assert triggers[f"run:thread:{child}:ordinal:2"] == {"kind": "message"}
+    [queued] = [
+        e["data"] for e in events if e["type"] == "wake.queued" and e["data"]["wake"] == wake
+    ]
+    assert queued["source"] == {"kind": "manual", "task": task}
+    assert (queued["thread"], queued["summary"]) == (child, "Go on from where you stopped.")
 
 
 def test_native_subagents_are_background_items_and_steered_notices_are_delivered(

@@ -17,10 +17,11 @@ import pytest
 from supervisor.connectors.t3code import rpc
 from supervisor.connectors.t3code.connector import command_id, derived_id
 from supervisor.connectors.t3code.follower import Follower
-from supervisor.core import actions, clock
+from supervisor.core import actions, clock, continued, ownership
 from supervisor.core.actions import do_request_action, outgoing_for
 from supervisor.core.connectors import ConnectorError
 from supervisor.core.evaluate import evaluate
+from supervisor.core.loader import load_for_task
 from supervisor.core.models import Action, Flag, Task, Wake
 from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
@@ -249,3 +250,41 @@ def test_cancel_on_a_real_stuck_task_interrupts_the_childs_run(serving):
     follow_and_judge(source, base, at + timedelta(minutes=1))
     assert Task.objects.get(task_id=task_id).status == "interrupted"
     assert open_kinds(task_id) == set()
+
+
+def test_continue_on_a_real_failed_task_makes_the_childs_new_run_the_tasks_own(serving):
+    """Issue 30: the continue goes to T3 with its manual wake as the message id; T3's
+    scripted child answers in a new run, which the follower reads as woken by that wake:
+    the task owns it, so its result is the task's latest and the page offers its delivery."""
+    played, base, source = serving("healthy-failure")
+    task_id = played["taskId"]
+    at = clock.now() + timedelta(minutes=5)
+    follow_and_judge(source, base, at)
+    task = Task.objects.select_related("namespace", "parent_thread").get(task_id=task_id)
+    child = task.child_thread.thread_id
+    with clock.virtual_clock(at):
+        action, _ = do_request_action(task, "continue", actor="user:op", message="Go on, please.")
+        assert operator_actions.perform(action.pk) == "succeeded"
+    wake = outgoing_for(action).wake
+    assert wake.startswith("supervisor:continue:")
+
+    def answered():
+        return rows(
+            base,
+            "SELECT status FROM orchestration_v2_projection_runs WHERE thread_id = ? "
+            "AND ordinal = 2",
+            child,
+        )
+
+    assert eventually(answered, lambda r: r and r[0][0] == "completed") == [("completed",)]
+    follow_and_judge(source, base, at + timedelta(minutes=2))
+    snap = load_for_task(task)
+    view = snap.tasks[task_id]
+    [run] = [r for r in snap.runs_by_thread[child] if r.ordinal == 2]
+    assert (run.trigger_kind, run.trigger_ref) == ("wake", wake)
+    assert ownership.owning(snap, view, run).owned
+    assert ownership.latest_result_run(snap, view).id == run.id
+    left = continued.what_continued(snap, view, wake)
+    assert left.left == continued.DELIVER and "run 2" in left.did
+    # The failed report, and the child's later result the parent does not hold.
+    assert "failed_while_running" in open_kinds(task_id)

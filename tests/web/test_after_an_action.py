@@ -13,7 +13,7 @@ from supervisor.core import actions, clock
 from supervisor.core.evaluate import evaluate
 from supervisor.core.flags import do_resolve_flag_by_hand
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import Action, Flag, Task, Wake
+from supervisor.core.models import Action, Flag, Run, Task, Wake
 from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from supervisor.web import fragments
@@ -128,13 +128,13 @@ def test_delivering_the_childs_later_answer_resolves_the_failure_flags_saying_by
     assert "orphan_wake" in open_kinds(task)  # not about what the parent holds
     for flag in task.flags.filter(kind__in=FAILURE_FLAGS):
         assert flag.resolve_reason == (
-            f"resolved by the delivery by hand of run {RUN2} by alice"
+            "resolved by the delivery by hand of run 2 by alice"  # by ordinal (issue 30)
         ), flag.resolve_reason
     # The rules do not open them again while their condition still holds.
     evaluate(source.namespace_id, until + timedelta(minutes=2))
     assert not open_kinds(task) & FAILURE_FLAGS
     flags = part(page(operator_client, task), 'id="flags"', "</section>")
-    assert f"Resolved by the delivery by hand of run {RUN2} by alice" in flags
+    assert "Resolved by the delivery by hand of run 2 by alice" in flags
 
 
 def test_delivering_the_failed_runs_text_resolves_nothing(db, receiver):
@@ -156,8 +156,8 @@ def test_a_flag_the_rules_resolve_after_a_delivery_says_what_resolved_it(
     stale = task.flags.get(kind="stale_result")
     assert stale.state == Flag.RESOLVED
     assert stale.resolve_reason == (
-        f"resolved: the delivery by hand of run {action.run_id} by alice brought the latest "
-        "result to the parent"
+        f"resolved: the delivery by hand of run {Run.objects.get(run_id=action.run_id).ordinal} "
+        "by alice brought the latest result to the parent"
     )
     flags = part(page(operator_client, task), 'id="flags"', "</section>")
     assert "Resolved: the delivery by hand of run" in flags
@@ -209,7 +209,7 @@ def test_when_the_continued_child_finished_the_main_action_delivers_its_result(d
         action, _ = actions.do_request_action(task, "continue", actor="user:alice")
         assert operator_actions.perform(action.pk) == "succeeded"
     evaluate(source.namespace_id, until + timedelta(seconds=30))
-    run = task.child_thread.runs.get(trigger_kind="message").run_id
+    run = task.child_thread.runs.get(trigger_kind="wake").run_id
     first = suggested(page(operator_client, task))[0]
     assert "Deliver the child’s later result" in first
     assert f"?run={quote(run, safe='')}" in first

@@ -254,7 +254,11 @@ def message_dispatch(outgoing: Outgoing) -> dict[str, Any]:
         "type": "message.dispatch",
         "commandId": command_id(outgoing),
         "threadId": outgoing.thread_id,
-        "messageId": derived_id("message", outgoing),
+        # A continue's message is its manual wake (`Outgoing.wake`): the follower knows it
+        # again in the run T3 starts or steers it into, which the task then owns.
+        "messageId": outgoing.wake
+        if outgoing.kind == "continue"
+        else derived_id("message", outgoing),
         "text": outgoing.text,
         "attachments": [],
         # What T3's own clients send for a person's message; an operator acted by hand.

@@ -43,6 +43,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from supervisor.core import clock
+from supervisor.core.connectors import CONTINUE_WAKE_PREFIX
 from supervisor.core.contract import TaskDelegated, parse_timestamp
 from supervisor.core.times import outside_window
 
@@ -778,6 +779,8 @@ class Mapper:
             notification = legacy_notification(p)
         if isinstance(notification, dict):
             entry = [self.notice(p, notification, thread, occurred), 0]
+        elif role == "user" and (wakes := self.continued(p, message_id, thread, occurred)):
+            entry = [wakes, 0]  # as a notice: the run it starts or joins names the wake
         elif role == "user":
             entry = "s" if p.get("scheduledTaskId") else "m"
             started = self._importing and message_id in self._started_by
@@ -788,6 +791,24 @@ class Mapper:
         messages[message_id] = entry
         _bound(messages, KEEP_MESSAGES)
         return entry
+
+    def continued(self, p: dict, message_id: str, thread: str, occurred: str | None) -> list:
+        """Supervisor's continue of a task ([its wake]), or [] for any other message. The
+        connector sends it with the continue's manual wake as its message id
+        (`supervisor:continue:<key>`): a manual wake of the child's task, so the run it
+        starts or joins is the task's (contract §4, rule 5)."""
+        task = self.memory["children"].get(thread)
+        at = self._at(p.get("createdAt"), occurred)
+        if not message_id.startswith(CONTINUE_WAKE_PREFIX) or not task or at is None:
+            return []
+        data = {
+            "wake": message_id,
+            "thread": thread,
+            "source": {"kind": "manual", "task": task},
+            "summary": _text(p.get("text")) or None,
+        }
+        self._emit("wake.queued", (message_id,), at, data)
+        return [message_id]
 
     def notice(self, p: dict, notification: dict, thread: str, occurred: str | None) -> list:
         """The wakes a notice queues (their ids), or [] when it is not understood."""

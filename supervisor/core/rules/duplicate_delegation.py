@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, judged_tasks, normalized
+from ..ownership import child_thread, judged_tasks, normalized, run_name
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "duplicate_delegation"
@@ -32,7 +32,7 @@ def _finding(snap: Snapshot, later: TaskView) -> Finding | None:
                 "events": [e for e in events if e is not None],
                 "text": (
                     f"The same task ({later.title!r}) was already delegated as {earlier.id}, "
-                    f"whose child was still working (run {busy.id}) when this one was delegated."
+                    f"whose child was still working ({run_name(busy)}) when this one was delegated."
                 ),
                 "earlier_task": earlier.id,
                 "busy_run": busy.id,

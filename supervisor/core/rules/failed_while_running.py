@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..ownership import child_thread, judged_tasks, owned_runs, result_run
+from ..ownership import child_thread, judged_tasks, owned_runs, result_run, run_name
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "failed_while_running"
@@ -56,10 +56,11 @@ class Baseline:
 
     ordinal: int
     run: str | None  # None: T owns no run, so every run of the child thread is later
+    name: str = ""  # the run as the page names it ("run 2")
 
     @property
     def words(self) -> str:
-        return f"after run {self.run}" if self.run else "before any run of its own"
+        return f"after {self.name}" if self.run else "before any run of its own"
 
 
 def baseline(snap: Snapshot, task: TaskView) -> Baseline:
@@ -67,14 +68,14 @@ def baseline(snap: Snapshot, task: TaskView) -> Baseline:
     while T owns no run, any run of the child thread counts (contract 1.1)."""
     rr = result_run(snap, task)
     if rr is not None and rr.ordinal is not None:
-        return Baseline(rr.ordinal, rr.id)
+        return Baseline(rr.ordinal, rr.id, run_name(rr))
     owned = owned_runs(snap, task)
     if owned:  # requested runs only: each has its ordinal
-        return Baseline(owned[-1].ordinal, owned[-1].id)
+        return Baseline(owned[-1].ordinal, owned[-1].id, run_name(owned[-1]))
     return Baseline(0, None)
 
 
 def _described(run: RunView) -> str:
     if run.finished:
-        return f"run {run.id} finished completed with {run.summary!r}"
-    return f"run {run.id} is not finished"
+        return f"{run_name(run)} finished completed with {run.summary!r}"
+    return f"{run_name(run)} is not finished"

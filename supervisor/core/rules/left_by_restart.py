@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, delivered_by_hand, judged_tasks
+from ..ownership import child_thread, delivered_by_hand, judged_tasks, run_name
 from ..snapshot import DetectionSettings, Finding, Snapshot
 
 KIND = "left_by_restart"
@@ -46,10 +46,10 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
                 {
                     "events": [e for e in (latest.finished_event,) if e is not None],
                     "text": (
-                        f"The orchestrator's restart cut the child's run {latest.id}, and the "
+                        f"The orchestrator's restart cut the child's {run_name(latest)}, and the "
                         "orchestrator cancelled the task itself: the parent will not hear of it."
                         if cut
-                        else f"The orchestrator's restart cut the child's run {latest.id}, and "
+                        else f"The orchestrator's restart cut the child's {run_name(latest)}, and "
                         f"the task is still reported {report.status if report else 'unreported'}"
                         ": nothing will resume it."
                     ),

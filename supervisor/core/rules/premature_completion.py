@@ -13,6 +13,7 @@ from ..ownership import (
     open_delegated_tasks,
     owned_runs,
     result_run,
+    run_name,
     unfinished_owned_items,
     unfinished_owned_runs,
 )
@@ -66,7 +67,7 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
     reached = latest is not None and handover.run_reached(snap, task, latest)
     if undelivered and not reached:
         events.append(latest.finished_event)
-        text += f" Its latest result, from run {latest.id}, has not reached the parent."
+        text += f" Its latest result, from {run_name(latest)}, has not reached the parent."
     rr = result_run(snap, task)
     return Finding(
         KIND,
@@ -87,7 +88,7 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
 def _pending(snap: Snapshot, task: TaskView) -> list[Owed]:
     """Owed work still going on."""
     pending = [
-        Owed("unfinished runs", run.id, run.requested_event)
+        Owed("unfinished runs", run_name(run), run.requested_event)
         for run in unfinished_owned_runs(snap, task)
     ]
     pending += [
@@ -108,9 +109,9 @@ def _runs_after_result(snap: Snapshot, task: TaskView, pending: list[Owed]) -> l
         return []
     named = {o.what for o in pending}
     return [
-        Owed(f"runs later than the result run {rr.id}", run.id, run.requested_event)
+        Owed(f"runs later than {run_name(rr)}, the result run", run_name(run), run.requested_event)
         for run in owned_runs(snap, task)
-        if run.ordinal > rr.ordinal and run.id not in named
+        if run.ordinal > rr.ordinal and run_name(run) not in named
     ]
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import handed, has_reached_parent, judged_tasks, latest_result_run, normalized
+from ..ownership import (
+    handed,
+    has_reached_parent,
+    judged_tasks,
+    latest_result_run,
+    normalized,
+    run_name,
+)
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "stale_result"
@@ -33,8 +40,8 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
         {
             "events": list(dict.fromkeys(e for e in events if e is not None)),
             "text": (
-                f"The parent was handed {_quoted(texts)}, but the latest result, from run "
-                f"{latest.id}, is {latest.summary!r} and has not reached it."
+                f"The parent was handed {_quoted(texts)}, but the latest result, from "
+                f"{run_name(latest)}, is {latest.summary!r} and has not reached it."
             ),
             "handed": [{"text": h.text, "via": h.via} for h in handings],
             "latest_result": latest.summary,

@@ -12,6 +12,7 @@ from ..ownership import (
     judged_tasks,
     owned_items,
     owned_runs,
+    run_name,
 )
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView, WakeView
 from ..times import after
@@ -122,10 +123,10 @@ def _happenings(snap: Snapshot, task: TaskView) -> list[Happening]:
     happenings = [Happening(task.delegated_at, task.delegated_event, "the delegation")]
     for run in owned_runs(snap, task):
         happenings += [
-            Happening(run.requested_at, run.requested_event, f"run {run.id}'s request"),
-            Happening(run.started_at, run.started_event, f"run {run.id}'s start"),
-            Happening(run.last_activity_at, run.activity_event, f"run {run.id}'s activity"),
-            Happening(run.finished_at, run.finished_event, f"run {run.id}'s end"),
+            Happening(run.requested_at, run.requested_event, f"{run_name(run)}'s request"),
+            Happening(run.started_at, run.started_event, f"{run_name(run)}'s start"),
+            Happening(run.last_activity_at, run.activity_event, f"{run_name(run)}'s activity"),
+            Happening(run.finished_at, run.finished_event, f"{run_name(run)}'s end"),
         ]
     for item in owned_items(snap, task):
         happenings += [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import has_reached_parent, latest_result_run, result_run
+from ..ownership import has_reached_parent, latest_result_run, result_run, run_name
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
 from ..times import after
 from .task_deadlines import coming, opened
@@ -43,8 +43,8 @@ def _due(
         {
             "events": [e for e in events if e is not None],
             "text": (
-                f"The task was reported {report.status} with run {rr.id}'s text, but the later "
-                f"run {latest.id} finished with {latest.summary!r}, which has not reached the "
+                f"The task was reported {report.status} with {run_name(rr)}'s text, but the later "
+                f"{run_name(latest)} finished with {latest.summary!r}, which has not reached the "
                 f"parent."
             ),
             "result_run": rr.id,

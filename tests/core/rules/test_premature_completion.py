@@ -192,7 +192,7 @@ def test_text_groups_the_owed_work():
     )
     [finding] = rule.findings(snapshot(*views), SETTINGS, NOW)
     assert finding.evidence["text"] == (
-        "Reported completed while it still owes work: unfinished runs (r2); "
-        "runs later than the result run r1 (r3). "
-        "Its latest result, from run r3, has not reached the parent."
+        "Reported completed while it still owes work: unfinished runs (run 2); "
+        "runs later than run 1, the result run (run 3). "
+        "Its latest result, from run 3, has not reached the parent."
     )
