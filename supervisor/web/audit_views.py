@@ -207,7 +207,7 @@ def entry(
             what.append(Part("text", f"to {payload.get('connector') or 'none'}", None))
         elif change.kind == "source.renamed":
             what.append(
-                ("text", f"(was {payload.get('previous', '?')}: {payload.get('why')})", None)
+                Part("text", f"(was {payload.get('previous', '?')}: {payload.get('why')})", None)
             )
         elif change.kind == "source.created":
             what.append(Part("text", f"with scopes {payload.get('scopes', '?')}", None))
