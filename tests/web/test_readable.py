@@ -45,3 +45,16 @@ def test_flag_kinds_read_as_words_with_the_code_on_hover():
     html = template.render({"kind": "stale_result"})
     chip = '<span class="flag" title="flag kind: stale_result">Stale result handed on</span>'
     assert html == chip
+
+
+def test_a_whole_id_is_shown_decoded_with_the_orchestrators_form_on_hover_and_copied():
+    """The task page showed `command%3Amcp%3A5b1c…`, percent-encoded as T3 writes it."""
+    from supervisor.web.templatetags.readable import whole_id
+
+    full = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
+    html = whole_id(full)
+    assert ">node:delegated-task:command:mcp:5b1c:delegate-task:retry-port</code>" in html
+    assert f'title="as the orchestrator writes it: {full}"' in html
+    assert f'data-copy="{full}"' in html
+    assert whole_id("thread:plain") == '<code class="id">thread:plain</code>'
+    assert "&lt;b&gt;" in whole_id("task:%3Cb%3E")

@@ -85,6 +85,25 @@ def short_id(identifier: str | None):
 
 
 @register.filter
+def whole_id(identifier: str | None):
+    """A whole id, decoded where the orchestrator percent-encodes its parts; as written
+    on hover, and that form is what the copy button copies (it is what matches)."""
+    if not identifier:
+        return mark_safe('<code class="id">?</code>')
+    shown = unquote(identifier)
+    if shown == identifier:
+        return format_html('<code class="id">{}</code>', identifier)
+    return format_html(
+        '<code class="id" title="as the orchestrator writes it: {}">{}</code>'
+        '<button type="button" class="copy js-only" data-copy="{}" hidden'
+        ' aria-label="Copy the id as the orchestrator writes it">Copy</button>',
+        identifier,
+        shown,
+        identifier,
+    )
+
+
+@register.filter
 def thread_label(thread) -> str:
     """A thread by its title, else by the short form of its id."""
     if thread is None:
