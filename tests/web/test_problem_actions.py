@@ -83,3 +83,23 @@ def test_the_card_offers_the_problem_forms_with_the_flags_shown(client, acting, 
     assert "Acknowledge the problem</button>" in card
     for pk in shown(task):
         assert card.count(f'<input type="hidden" name="flag" value="{pk}">') == 3
+
+
+def test_the_problem_is_snoozed_until_a_chosen_time(client, acting, three_levels):
+    from datetime import timedelta
+
+    client.force_login(acting)
+    task = Task.objects.get(task_id="task:release-plan")
+    flags = shown(task)
+    page = client.get(f"/tasks/{task.pk}/").content.decode()
+    assert '<label for="snooze-problem-until">Until (UTC)</label>' in page
+    until = (clock.now() + timedelta(days=2)).replace(second=0, microsecond=0)
+    body = post(
+        client, task, "snooze", flags, until=until.strftime("%Y-%m-%dT%H:%M"), **{"for": "until"}
+    )
+    assert "Snoozed the problem: 3 flags." in body.content.decode()
+    assert set(task.flags.filter(state=Flag.OPEN).values_list("snoozed_until", flat=True)) == {
+        until
+    }
+    late = post(client, task, "snooze", flags, until="2001-01-01T00:00", **{"for": "until"})
+    assert "Could not snooze the problem: 2001-01-01 00:00 UTC has passed" in late.content.decode()
