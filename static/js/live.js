@@ -162,31 +162,6 @@
     });
   }
 
-  // A swap that takes the focused element away (the Confirm button of a preview, a
-  // banner a live frame replaced) would drop focus to the page body: it goes to the
-  // element of the same id in the new content, else, from the actions, to the banner
-  // that tells what became of the action.
-  var focusBefore = null;
-
-  function rememberFocus() {
-    var el = document.activeElement;
-    focusBefore = el && el !== document.body ? el : null;
-  }
-
-  function restoreFocus() {
-    var was = focusBefore;
-    if (!was || document.body.contains(was)) return;
-    if (document.activeElement && document.activeElement !== document.body) return;
-    var next = (was.id && document.getElementById(was.id)) ||
-      (was.closest && was.closest("#actions, #action-preview") ? $("#action-banner") : null);
-    if (!next) return;
-    if (!next.matches("a[href], button, input, select, textarea, [tabindex]")) {
-      next.setAttribute("tabindex", "-1");
-    }
-    next.focus({ preventScroll: true });
-    focusBefore = next;
-  }
-
   function flagSwappedIn(event) {
     var detail = event.detail || {};
     if (!detail.target || detail.target.id !== "flag-opened" || !detail.fragment) return;
@@ -651,11 +626,7 @@
   document.addEventListener("htmx:oobAfterSwap", showJsOnly);
   document.addEventListener("htmx:oobBeforeSwap", flagSwappedIn);
   document.addEventListener("htmx:oobBeforeSwap", keepDisclosuresOpen);
-  document.addEventListener("htmx:beforeSwap", rememberFocus);
-  document.addEventListener("htmx:oobBeforeSwap", rememberFocus);
-  document.addEventListener("htmx:oobAfterSwap", restoreFocus);
   document.addEventListener("htmx:afterSettle", function () {
-    restoreFocus();
     showJsOnly();
     refreshAges();
     updateTitle();
