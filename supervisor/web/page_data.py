@@ -785,6 +785,11 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
     headline = problem.headline.words.action if problem else None
     # The problem's own advice, when the action it names cannot be sent now.
     headline_unfit = next((s for s in suggested if s["kind"] == headline and s["unfit"]), None)
+    # ... and, when it can, the action itself: one Tab after the problem, not past its forms.
+    headline_ready = next(
+        (s for s in suggested if s["kind"] == headline and not s["unfit"] and not s.get("status")),
+        None,
+    )
     return {
         "task": task,
         "detail": detail,
@@ -798,6 +803,7 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         "continued": cont,
         "suggested": suggested,
         "headline_unfit": headline_unfit,
+        "headline_ready": headline_ready,
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,

@@ -16,11 +16,14 @@ SNOOZE_MAX = timedelta(days=30)
 
 
 def snooze_until(chosen: str | None, until: str | None, now: datetime) -> datetime:
-    """The end of the snooze the form asks for, or FlagActionError saying what is wrong."""
+    """The end of the snooze the form asks for, or FlagActionError saying what is wrong.
+
+    A time typed in `until` wins over the chosen length: the field sits folded beside the
+    lengths, and whoever opened it and typed a time meant that time."""
     hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(chosen or "")
-    if hours is not None:
+    if hours is not None and not (until or "").strip():
         return now + timedelta(hours=hours)
-    if chosen != UNTIL:
+    if chosen != UNTIL and hours is None:
         raise FlagActionError("choose how long to snooze")
     try:
         end = datetime.strptime((until or "").strip(), "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)

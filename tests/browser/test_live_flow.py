@@ -94,6 +94,7 @@ def test_a_flag_appears_live_and_can_be_acknowledged(new_page, live_app, acting_
     expect(page.locator("#connection-status")).to_be_empty()
 
     page.evaluate("window.__notReloaded = 'the task page'")
+    card.locator("details.flag-own-actions > summary").click()
     card.get_by_role("button", name="Acknowledge").click()
     expect(page.locator("#messages")).to_contain_text("Acknowledged “Stale result handed on”.")
     card = page.locator(f"#flag-card-{stale.pk}")

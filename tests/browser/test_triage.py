@@ -31,11 +31,12 @@ def test_acknowledging_every_open_problem_brings_the_title_and_icon_to_zero(
     for _ in range(count):
         facet = page.locator(
             "#flags details.facet-detail",
-            has=page.get_by_role("button", name="Acknowledge", include_hidden=True),
+            has=page.get_by_role("button", name="Acknowledge", exact=True, include_hidden=True),
         ).first
         if facet.get_attribute("open") is None:
-            facet.locator("summary").click()
-        facet.get_by_role("button", name="Acknowledge").click()
+            facet.locator("summary").first.click()
+        facet.locator("details.flag-own-actions > summary").first.click()
+        facet.get_by_role("button", name="Acknowledge", exact=True).first.click()
         expect(page.locator("#messages")).to_contain_text("Acknowledged")
         count -= 1
         expect(page.locator("#favicon")).to_have_attribute(

@@ -126,6 +126,17 @@ def test_a_flag_can_be_snoozed_until_a_chosen_time(client, acting, flagged):
     assert flagged.snoozed_until == until
 
 
+def test_a_typed_time_wins_over_the_chosen_length(client, acting, flagged):
+    # The time field is folded beside the lengths: the form sends both, and the select
+    # still shows its first length when the operator opened the field and typed a time.
+    client.force_login(acting)
+    until = (clock.now() + timedelta(days=2)).replace(second=0, microsecond=0)
+    form = {"action": "snooze", "for": "1h", "until": until.strftime("%Y-%m-%dT%H:%M")}
+    client.post(f"/flags/{flagged.pk}/", form)
+    flagged.refresh_from_db()
+    assert flagged.snoozed_until == until
+
+
 @pytest.mark.parametrize("until", ["", "yesterday", "2000-01-01T00:00", "9999-12-31T23:59"])
 def test_a_snooze_until_a_bad_time_is_refused_saying_why(client, acting, flagged, until):
     client.force_login(acting)
