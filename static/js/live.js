@@ -539,8 +539,9 @@
   }
 
   // A live row whose task is not on the page is a new task: on the unfiltered first
-  // page (newest first) it goes on top; elsewhere it does not belong.
-  document.addEventListener("htmx:oobErrorNoTarget", function (event) {
+  // page (newest first) it goes on top; elsewhere it does not belong (live_frames.js
+  // hands over only what the open list takes).
+  document.addEventListener("supervisor:newRow", function (event) {
     var row = event.detail && event.detail.content;
     var box = $("#task-rows[data-takes-new]");
     if (!box || !row || row.tagName !== "TR" || !/^task-row-/.test(row.id || "")) return;

@@ -95,6 +95,7 @@ def test_pages_load_htmx_ws_and_live_js_from_static_in_order(client, viewer, url
         "/static/vendor/htmx/htmx.min.js",
         "/static/vendor/htmx-ext-ws/ws.js",
         "/static/js/live.js",
+        "/static/js/live_frames.js",
     ]
     assert """<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>""" in html
     assert re.search(r"""<body hx-headers='\{"X-CSRFToken": "[^"]+"\}'>""", html)
@@ -112,7 +113,7 @@ def test_live_pages_connect_the_socket_with_the_newest_change(client, viewer, ur
     html = client.get(url).content.decode()
     newest = Change.objects.order_by("-id").values_list("id", flat=True).first()
     assert newest
-    live = re.search(r'<div id="live" hx-ext="ws" ws-connect="([^"]+)"[^>]*>', html)
+    live = re.search(r'<div id="live" hx-ext="ws, live-frames" ws-connect="([^"]+)"[^>]*>', html)
     assert live and f'data-last-change="{newest}"' in live.group(0)
     assert live.group(1).startswith(f"/ws/live/?view={view}")
     if view == "task":
