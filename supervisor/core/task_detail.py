@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from . import handover, ownership
+from .connectors import continue_wake, delivery_wake
 from .handover import Handover
 from .models import Task
 from .snapshot import Snapshot, TaskView
@@ -24,6 +25,8 @@ class TimelineEntry:
     event_id: str | None = None
     why: str = ""
     marks: list[str] = field(default_factory=list)  # delivery | to-parent | action
+    # Where it sorts, when not at `at`: after the operator action that caused it.
+    order_at: datetime | None = None
 
 
 @dataclass
@@ -177,17 +180,40 @@ def timeline(snap: Snapshot, detail: TaskDetail, actions=()) -> list[TimelineEnt
         entries += _run_entries(snap, view, run, detail.owned_runs)
     for item in detail.items:
         entries += _item_entries(snap, item, detail.owned_runs)
+    asked = _asked_at(actions)
     for wake in detail.wakes:
-        entries += _wake_entries(view, wake)
+        caused = _wake_entries(view, wake)
+        # An orchestrator's clock may run behind Supervisor's: the wake an action caused
+        # sorts after the action (its entries moved together, in their own order), and
+        # shows its own time.
+        cause = asked.get(wake.id)
+        first = min((e.at for e in caused if e.at is not None), default=None)
+        if cause is not None and first is not None and first < cause:
+            for entry in caused:
+                if entry.at is not None:
+                    entry.order_at = entry.at + (cause - first)
+        entries += caused
     entries += [_action_entry(action) for action in actions]
     return sorted(entries, key=timeline_key)
+
+
+def _asked_at(actions) -> dict[str, datetime]:
+    """The wake each delivery or continue is recorded as, and when it was asked."""
+    asked = {}
+    for action in actions:
+        if action.kind == "deliver":
+            asked[delivery_wake(action.pk)] = action.created_at
+        elif action.kind == "continue":
+            asked[continue_wake(action.idempotency_key)] = action.created_at
+    return asked
 
 
 def timeline_key(entry: TimelineEntry) -> tuple:
     """The timeline's order, total: by time (undated last), then event id; kind and
     subject part entries without an event id (actions) at the same moment, so that a
     page of the timeline can start after any entry."""
-    return (entry.at or ownership.LATEST, entry.event_id or "", entry.kind, entry.subject)
+    at = entry.order_at or entry.at or ownership.LATEST
+    return (at, entry.event_id or "", entry.kind, entry.subject)
 
 
 def _run_entries(snap, view: TaskView, run, owned: set[str]) -> list[TimelineEntry]:

@@ -747,7 +747,9 @@ def timeline_page(entries: list, before: str | None = None) -> dict:
     earlier_cursor = None
     if start:
         first = entries[start]
-        earlier_cursor = encode(first.at, first.event_id or "", first.kind, first.subject)
+        earlier_cursor = encode(
+            first.order_at or first.at, first.event_id or "", first.kind, first.subject
+        )
     return {
         "timeline": entries[start:end],
         "timeline_total": len(entries),

@@ -18,6 +18,9 @@ SECRET = "a-test-secret-of-some-length"
 ADMIN_PAGES = (
     "/admin/",
     "/admin/sources/",
+    "/admin/sources/new/",
+    "/admin/users/new/",
+    "/admin/channels/new/",
     "/admin/users/",
     "/admin/dead-letters/",
     "/admin/failures/",
@@ -27,6 +30,7 @@ ADMIN_PAGES = (
     "/admin/notifications/",
     "/audit/",
     "/api/v1/docs",
+    "/tasks/?flag=stale_result&state=open",
 )
 
 

@@ -60,6 +60,13 @@ def first_stale_task(page, demo) -> str:
 
 def test_a_newcomer_delivers_the_demos_stale_result_and_sees_the_flags_resolve(demo, context):
     page = context.new_page()
+    # The issue counted 12 CSP refusals and htmx errors in the console over a day's use.
+    console = []
+    page.on(
+        "console",
+        lambda m: m.type in ("error", "warning") and console.append(f"{page.url}: {m.text}"),
+    )
+    page.on("pageerror", lambda e: console.append(f"{page.url}: page error: {e}"))
     page.goto("/login/?next=/")
     page.get_by_label("User name").fill("admin")
     # The printed password is also in the file the message names, for when it scrolled away.
@@ -116,6 +123,8 @@ def test_a_newcomer_delivers_the_demos_stale_result_and_sees_the_flags_resolve(d
         page.goto("/")
         wait_for_socket(page)
         page.screenshot(path=str(folder / f"demo-overview-{scheme}.png"))
+
+    assert not console, console
 
     # Quiet logs: no job for a T3 that is not there, no traceback for an ordinary answer.
     log = demo.output()

@@ -287,3 +287,27 @@ def test_the_banner_follows_the_actions_state(db, operator_client, receiver):
     assert "Continue queued" in banner()
     assert operator_actions.perform(action.pk) == "succeeded"
     assert "Continue succeeded" in banner() and "queued" not in banner()
+
+
+def test_a_hand_deliverys_wake_follows_its_action_when_the_orchestrators_clock_is_behind(
+    db, operator_client
+):
+    # The demo's environments run skewed clocks, as the field's do: the orchestrator
+    # stamped the delivery's wake 4 s before Supervisor asked for it, and the timeline
+    # listed `wake.delivered` before the action that caused it.
+    source = source_with("simulator")
+    until = played(source, SEED002)
+    task = Task.objects.get(task_id=TRANSIENT)
+    action = deliver(task, RUN2, until + timedelta(minutes=1))
+    wake = Wake.objects.get(wake_id=f"supervisor:delivery:{action.pk}")
+    behind = timedelta(seconds=4)
+    Wake.objects.filter(pk=wake.pk).update(
+        queued_at=wake.queued_at - behind, delivered_at=wake.delivered_at - behind
+    )
+    timeline = part(page(operator_client, task), 'id="timeline"', "</section>")
+    rows = [r for r in timeline.split("<li")[1:] if 'class="kind">' in r]
+    kinds = [r.split('class="kind">')[1].split("<")[0] for r in rows]
+    assert kinds[-3:] == ["action.deliver", "wake.queued", "wake.delivered"], kinds
+    # The times shown stay the orchestrator's own.
+    queued = (wake.queued_at - behind).strftime("%H:%M:%S")
+    assert queued in rows[-2], rows[-2]
