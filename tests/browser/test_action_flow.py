@@ -47,11 +47,14 @@ def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
 
         # The banner follows the action: queued, sending, then succeeded (live).
         expect(page.locator("#action-banner")).to_contain_text("Delivery")
+        # Focus goes to it, not to the page body, with the Confirm button gone.
+        expect(page.locator("#action-banner")).to_be_focused()
         action = Action.objects.get()
         row = page.locator(f"#action-{action.pk}")
         # The worker sends it; the row turns succeeded over the socket, without a reload.
         expect(row.locator(".action-state")).to_have_text("succeeded", timeout=30_000)
         expect(page.locator("#action-banner")).to_contain_text("Delivery succeeded")
+        expect(page.locator("#action-banner")).to_be_focused()  # still, after live frames
         expect(page.locator("#action-banner")).not_to_contain_text("queued")
         expect(row).to_contain_text("recorded as a manual wake")
         assert page.evaluate("window.__notReloaded") == "the task page"

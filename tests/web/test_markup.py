@@ -96,6 +96,7 @@ def test_pages_load_htmx_ws_and_live_js_from_static_in_order(client, viewer, url
         "/static/vendor/htmx-ext-ws/ws.js",
         "/static/js/live.js",
         "/static/js/live_frames.js",
+        "/static/js/focus.js",
     ]
     assert """<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>""" in html
     assert re.search(r"""<body hx-headers='\{"X-CSRFToken": "[^"]+"\}'>""", html)
