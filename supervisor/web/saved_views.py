@@ -39,11 +39,9 @@ def checked_query(query: str) -> tuple[str, list[str]]:
     if len(query) > QUERY_LENGTH:
         return "", [f"the filters run past {QUERY_LENGTH} characters"]
     params = QueryDict(query)
-    errors = [
-        f"“{key}” is no filter of the task list"
-        for key in params
-        if key not in page_data.LIST_FILTERS
-    ]
+    # The page's position (`cursor`) is no filter: a view opens on the newest tasks.
+    known = (*page_data.LIST_FILTERS, "cursor")
+    errors = [f"“{key}” is no filter of the task list" for key in params if key not in known]
     filters = page_data.list_filters(params)
     errors += page_data.filter_errors(params, filters)
     return urlencode({k: v for k, v in filters.items() if v}), errors
