@@ -166,3 +166,13 @@ def test_assigning_is_pushed_to_the_live_task_page(client, task):
     assert '<span class="assignee">as-operator</span>' in frame
     row = render_frame(notes, Page("list", 0, False))
     assert f'id="task-row-{task.pk}"' in row and '<span class="assignee">as-operator</span>' in row
+
+
+def test_a_bulk_action_on_the_matching_tasks_reads_mine_as_the_one_acting(client, task):
+    """The bulk form carries the list's filters: "assigned to me" is the operator acting."""
+    me = login_as(client, OPERATOR)
+    do_assign_task(task, me, task.delegated_at)
+    query = {"kind": "acknowledge", "scope": "matching", "state": "open", "assigned": "me"}
+    html = client.get("/tasks/bulk/", query).content.decode()
+    open_flags = task.flags.filter(state="open").count()
+    assert f"{open_flags} open flags</strong> on <strong>1 task" in html
