@@ -55,6 +55,7 @@ def test_assign_to_me_shows_in_the_lists_and_the_mine_filter_finds_it(
 
     # Unassigned again from the task page: the list says nobody once more.
     page.goto(f"/tasks/{seeded.task_pk}/")
+    page.locator("#assign-other > summary").click()
     page.locator(".problem-card").get_by_role("button", name="Unassign").click()
     expect(page.locator("#task-assignee")).to_contain_text("nobody")
     expect(row.locator("td[data-label='Assigned to']")).to_have_text("nobody")
