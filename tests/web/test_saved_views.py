@@ -157,3 +157,18 @@ def test_the_save_form_carries_the_filters_shown(client, three_levels):
     assert '<input type="hidden" form="save-view" name="query" value="status=failed">' in body
     partial = client.get("/tasks/?status=running", headers={"HX-Request": "true"})
     assert 'form="save-view" name="query" value="status=running"' in partial.content.decode()
+
+
+def test_a_shared_mine_view_shows_each_user_their_own_tasks(client, three_levels):
+    from supervisor.core.assignment import do_assign_task
+    from supervisor.core.models import Task
+
+    ann, bob = make_user("ann", OPERATOR), make_user("bob", OPERATOR)
+    first, second = Task.objects.filter(known=True).order_by("pk")[:2]
+    do_assign_task(first, ann, clock.now())
+    do_assign_task(second, bob, clock.now())
+    view = do_save_view(ann, "mine", "assigned=me", True, clock.now())
+    for user, task in ((ann, first), (bob, second)):
+        client.force_login(user)
+        rows = client.get(f"/tasks/?{view.query}").context["rows"]
+        assert [row["task"].pk for row in rows] == [task.pk]
