@@ -34,6 +34,9 @@ class ChangeKind(models.TextChoices):
     FLAG_SNOOZED = "flag.snoozed"
     FLAG_UNACKNOWLEDGED = "flag.unacknowledged"
     FLAG_UNSNOOZED = "flag.unsnoozed"
+    # Who looks after a task's problem (operators).
+    TASK_ASSIGNED = "task.assigned"
+    TASK_UNASSIGNED = "task.unassigned"
     # Operator actions.
     ACTION_REQUESTED = "action.requested"
     ACTION_SENDING = "action.sending"

@@ -154,6 +154,12 @@ class Task(models.Model):
     last_event_at = models.DateTimeField(null=True)
     evaluated_at = models.DateTimeField(null=True)
     next_check_at = models.DateTimeField(null=True)
+    # Who looks after the task's problem (Sentry's assignee); "owned" is taken by runs.
+    # Kept when the problem is resolved: it says who handled it last.
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assigned_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["namespace", "task_id"], name="task_unique")]
@@ -493,3 +499,24 @@ class FollowState(models.Model):
 
     def __str__(self):
         return f"{self.source} at {self.position}"
+
+
+class SavedView(models.Model):
+    """A named task-list filter: the list's query string, checked by the list's own
+    filter parsing when saved. Private to its owner, or shared with every user."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    query = models.TextField()
+    shared = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="saved_view_name_per_owner")
+        ]
+        indexes = [models.Index(fields=["shared"], name="saved_view_shared")]
+
+    def __str__(self):
+        return self.name

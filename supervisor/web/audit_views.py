@@ -43,6 +43,7 @@ _BY_SOMEONE = Q(payload__has_key="actor") & ~Q(payload__actor="")
 CATEGORIES = {
     "actions": Q(kind__startswith="action."),
     "flags": Q(kind__startswith="flag.") & _BY_SOMEONE,
+    "assignments": Q(kind__in=["task.assigned", "task.unassigned"]),
     "admin": Q(kind__startswith="user.")
     | Q(kind__startswith="source.")
     | Q(kind__startswith="channel.")
@@ -54,6 +55,7 @@ CATEGORY_CHOICES = (
     ("", "everything"),
     ("actions", "actions"),
     ("flags", "flag changes"),
+    ("assignments", "assignments"),
     ("admin", "admin changes"),
 )
 
@@ -65,6 +67,8 @@ VERBS = {
     "flag.resolved": "Resolved",
     "flag.opened": "Opened",
     "flag.updated": "Updated",
+    "task.assigned": "Assigned",
+    "task.unassigned": "Unassigned",
     "action.requested": "requested",
     "action.sending": "being sent",
     "action.succeeded": "succeeded",
@@ -191,6 +195,13 @@ def entry(
         what.append(Part("text", "on task", None))
         subject(*_task(change, tasks))
         what.append(Part("text", _path(steps, verb), None))
+    elif change.kind in ("task.assigned", "task.unassigned"):
+        what += [Part("text", f"{verb} task", None)]
+        subject(*_task(change, tasks))
+        if payload.get("assignee"):
+            what.append(Part("text", f"to {payload['assignee']}", None))
+        if payload.get("previous"):
+            what.append(Part("text", f"(was {payload['previous']})", None))
     elif family == "user":
         what.append(Part("text", verb, None))
         subject(reverse("web:admin-users") if can_administer else None)

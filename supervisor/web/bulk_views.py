@@ -44,13 +44,14 @@ REPORTED_TASKS = 10  # tasks named one by one in the messages after a bulk actio
 PREVIEW_SALT = "supervisor.bulk-flags"
 
 
-def _targets(params) -> tuple[list, str | None]:
-    """(tasks, error): the selected tasks, or every task matching the filters."""
+def _targets(params, user) -> tuple[list, str | None]:
+    """(tasks, error): the selected tasks, or every task matching the filters (whose
+    "assigned to me" means `user`)."""
     if params.get("scope") == "matching":
         filters = page_data.list_filters(params)
         if not any(filters.values()):
             return [], "choose a filter first: bulk actions on every task are not allowed"
-        tasks = page_data.filtered_tasks(filters)
+        tasks = page_data.filtered_tasks(filters, user)
     else:
         pks = [int(pk) for pk in params.getlist("task") if pk.isdigit()]
         if not pks:
@@ -81,7 +82,7 @@ def bulk_action(request):
     if kind not in KINDS:
         messages.error(request, f"Choose an action: {', '.join(KINDS + FLAG_VERBS)}.")
         return _back_to_list(params)
-    tasks, error = _targets(params)
+    tasks, error = _targets(params, request.user)
     if error:
         messages.error(request, f"Could not prepare the bulk action: {error}.")
         return _back_to_list(params)
@@ -149,7 +150,7 @@ def _confirm(request, params, kind: str, tasks: list):
 def _flag_action(request, params, verb: str):
     if request.method == "POST":
         return _confirm_flags(request, params, verb)
-    tasks, error = _targets(params)
+    tasks, error = _targets(params, request.user)
     if error:
         messages.error(request, f"Could not prepare the bulk action: {error}.")
         return _back_to_list(params)
@@ -230,7 +231,7 @@ def _confirm_flags(request, params, verb: str):
     elif verb == "resolve" and not reason:
         problem = "a reason is needed to resolve flags by hand"
     if problem:
-        tasks, error = _targets(params)
+        tasks, error = _targets(params, request.user)
         if error:
             messages.error(request, f"Could not prepare the bulk action: {error}.")
             return _back_to_list(params)

@@ -32,6 +32,7 @@ from django.urls import reverse
 from supervisor.core import action_outcomes, clock, continued, ownership
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.assignment import assignable_users
 from supervisor.core.connectors import continue_wake
 from supervisor.core.flag_kinds import (
     CANCEL,
@@ -72,7 +73,9 @@ from .word_diff import word_diff
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
 FLAG_KINDS = tuple(sorted(KINDS))
 FLAG_STATES = (("", "any state"), (Flag.OPEN, "open"), (Flag.RESOLVED, "resolved"))
-LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace")
+LIST_FILTERS = ("q", "flag", "state", "status", "env", "parent", "namespace", "assigned")
+# The list's "assigned to" filter: the viewer, nobody, or a user by name.
+ASSIGNED_ME, ASSIGNED_NOBODY = "me", "nobody"
 NEEDS_ACTION_LIMIT = 50
 LATEST_LIMIT = 10
 OVERVIEW_THREAD_FLAGS = 10  # thread flags the overview shows as cards; the rest on a link
@@ -149,7 +152,7 @@ def task_rows(tasks: list[Task]) -> list[dict]:
 
 def _tasks():
     return Task.objects.filter(known=True).select_related(
-        "namespace", "parent_thread", "child_thread"
+        "namespace", "parent_thread", "child_thread", "assignee"
     )
 
 
@@ -254,7 +257,7 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
     ]
     first.sort()
     # The overview's rows name no thread or namespace: the tasks alone.
-    tasks = Task.objects.in_bulk([pk for _, _, pk in first])
+    tasks = Task.objects.select_related("assignee").in_bulk([pk for _, _, pk in first])
     words = {rank: level for level, rank in RANK.items()}
     needing = []
     for worst, since, pk in first:
@@ -399,7 +402,19 @@ def filter_errors(params, filters: dict) -> list[str]:
     name = filters["namespace"]
     if name and not Namespace.objects.filter(name=name).exists():
         errors.append(f"no namespace is named “{name}”")
+    if not _assigned_known(filters["assigned"]):
+        errors.append(
+            f"no user is named “{filters['assigned']}” (assigned to: me, nobody or a user)"
+        )
     return errors
+
+
+def _assigned_known(value: str) -> bool:
+    """Whether the "assigned to" filter names something: empty, me, nobody, or a user."""
+    if value in ("", ASSIGNED_ME, ASSIGNED_NOBODY):
+        return True
+    User = get_user_model()
+    return User.objects.filter(**{User.USERNAME_FIELD: value}).exists()
 
 
 def list_environments() -> list[str]:
@@ -423,11 +438,14 @@ def form_filters(params) -> dict:
         del filters["namespace"]
     if "env" in filters and filters["env"] not in list_environments():
         del filters["env"]
+    if "assigned" in filters and not _assigned_known(filters["assigned"]):
+        del filters["assigned"]
     return filters
 
 
-def filtered_tasks(filters: dict):
-    """The known tasks the list's filters (list_filters) select."""
+def filtered_tasks(filters: dict, user=None):
+    """The known tasks the list's filters (list_filters) select; "assigned to me" means
+    `user` (the one looking: a shared view's "mine" is each viewer's own)."""
     tasks = task_queryset(
         q=filters["q"] or None,
         status=filters["status"] or None,
@@ -439,7 +457,14 @@ def filtered_tasks(filters: dict):
         tasks = tasks.filter(Q(env=filters["env"]) | Q(target_env=filters["env"]))
     if filters["parent"]:
         tasks = tasks.filter(parent_thread__thread_id=filters["parent"])
-    return tasks
+    assigned = filters.get("assigned")
+    if assigned == ASSIGNED_ME:
+        tasks = tasks.filter(assignee=user) if user is not None else tasks.none()
+    elif assigned == ASSIGNED_NOBODY:
+        tasks = tasks.filter(assignee__isnull=True)
+    elif assigned:
+        tasks = tasks.filter(**{f"assignee__{get_user_model().USERNAME_FIELD}": assigned})
+    return tasks.select_related("assignee")
 
 
 def target_envs() -> set[str]:
@@ -461,10 +486,10 @@ def target_envs() -> set[str]:
         return {name for (name,) in cursor.fetchall()}
 
 
-def task_list_context(params) -> dict:
+def task_list_context(params, user=None) -> dict:
     filters = list_filters(params)
     errors = filter_errors(params, filters)
-    tasks = filtered_tasks(filters) if not errors else Task.objects.none()
+    tasks = filtered_tasks(filters, user) if not errors else Task.objects.none()
     cursor = params.get("cursor")
     if cursor:
         try:
@@ -490,10 +515,23 @@ def task_list_context(params) -> dict:
         "flag_states": FLAG_STATES,
         "environments": environments,
         "namespaces": list(Namespace.objects.order_by("name").values_list("name", flat=True)),
+        "assignees": _assignee_names(filters["assigned"]),
+        # The filters as a saved view keeps them (saved_views.py checks them again).
+        "view_query": urlencode(active),
         "next_cursor": next_cursor,
         "next_query": urlencode({**active, "cursor": next_cursor or ""}),
         "paged": bool(cursor),
     }
+
+
+def _assignee_names(chosen: str) -> list[str]:
+    """The users the "assigned to" filter offers: those who can be assigned, and the
+    one chosen (someone who could act once may still hold tasks)."""
+    field = get_user_model().USERNAME_FIELD
+    names = list(assignable_users().values_list(field, flat=True))
+    if chosen and chosen not in (ASSIGNED_ME, ASSIGNED_NOBODY, *names):
+        names.append(chosen)
+    return names
 
 
 def task_row_context(task_pk: int) -> dict | None:
@@ -809,7 +847,15 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
         "action_labels": ACTION_LABELS,
         "can_act": can_act,
         "snooze_choices": SNOOZE_CHOICES,
+        # Whom the problem can be given to: only asked when the page offers it.
+        "assignable": _assignable(can_act),
     }
+
+
+def _assignable(can_act: bool) -> list[str]:
+    if not can_act:
+        return []
+    return list(assignable_users().values_list(get_user_model().USERNAME_FIELD, flat=True))
 
 
 def known_tasks():

@@ -9,6 +9,7 @@ out-of-band swaps.
 from urllib.parse import quote, urlencode
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -21,6 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
+from supervisor.core.assignment import AssignError, do_assign_task, do_unassign_task
 from supervisor.core.bulk_flags import FLAG_ACTION_LABELS, do_bulk_flag_action
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.flags import (
@@ -32,6 +34,7 @@ from supervisor.core.flags import (
     do_unsnooze_flag,
 )
 from supervisor.core.models import Flag, Task, Thread
+from supervisor.core.saved_views import visible_views
 
 from . import page_data
 from .freshness import freshness
@@ -82,6 +85,7 @@ def overview(request):
     if not _wants_partial(request):  # shown above the live part: a reload updates it
         is_admin = request.user.has_perm("core.administer")
         context["alerting_gaps"] = page_data.alerting_gaps(name_admins=not is_admin)
+        context["saved_views"] = list(visible_views(request.user))
     return _page(request, "web/overview.html", "live", context, live)
 
 
@@ -89,8 +93,10 @@ def overview(request):
 @require_safe
 def task_list(request):
     live = page_data.live_context("list")
-    context = page_data.task_list_context(request.GET)
+    context = page_data.task_list_context(request.GET, request.user)
     context |= {"can_act": can_act(request.user), "action_labels": page_data.ACTION_LABELS}
+    if not _wants_partial(request):  # above the rows: a filter change leaves them be
+        context["saved_views"] = list(visible_views(request.user))
     context["flag_action_labels"] = FLAG_ACTION_LABELS
     response = _page(request, "web/task_list.html", "rows", context, live)
     if context["filter_errors"] and not _wants_partial(request):
@@ -103,7 +109,7 @@ def task_list(request):
 def task_detail(request, pk: int):
     live = page_data.live_context("task", pk)
     task = get_object_or_404(
-        Task.objects.select_related("namespace", "parent_thread", "child_thread"),
+        Task.objects.select_related("namespace", "parent_thread", "child_thread", "assignee"),
         pk=pk,
         known=True,
     )
@@ -219,6 +225,39 @@ def problem_action(request, pk: int):
         for kind, why in outcome.refused:
             words += f"; “{kind_of(kind).title}” not: {why}"
         messages.success(request, words + ".")
+    return redirect("web:task-detail", pk=task.pk)
+
+
+@login_required
+@require_POST
+def assign_action(request, pk: int):
+    """Give a task's problem to someone (`assignee`: "me" or a user's name), or take it
+    away (`action=unassign`). A resend writes nothing and says so."""
+    if not can_act(request.user):
+        raise PermissionDenied("your account may look but not act")
+    task = get_object_or_404(Task, pk=pk, known=True)
+    action, chosen = request.POST.get("action"), (request.POST.get("assignee") or "").strip()
+    try:
+        if action == "unassign":
+            done = do_unassign_task(task, by=request.user)
+            messages.success(request, "Nobody is assigned now." if done else "Nobody was assigned.")
+        elif action == "assign":
+            User = get_user_model()
+            if chosen == "me":
+                user = request.user
+            else:
+                user = User.objects.filter(**{User.USERNAME_FIELD: chosen}).first()
+                if user is None:
+                    raise AssignError(f"no user is named “{chosen}”" if chosen else "choose a user")
+            done = do_assign_task(task, user, clock.now(), by=request.user)
+            name = "you" if user.pk == request.user.pk else user.get_username()
+            messages.success(
+                request, f"Assigned to {name}." if done else f"Already assigned to {name}."
+            )
+        else:
+            raise AssignError("unknown action")
+    except AssignError as exc:
+        messages.error(request, f"Could not {action or 'assign'}: {exc}.")
     return redirect("web:task-detail", pk=task.pk)
 
 
