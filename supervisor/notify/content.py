@@ -10,11 +10,10 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from supervisor.core import ownership
+from supervisor.core import handover
 from supervisor.core.flag_kinds import CRITICAL, kind_of, severity_of
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag
-from supervisor.core.task_detail import describe_task
 
 from .redact import redact
 
@@ -72,25 +71,35 @@ def one_line(flag: Flag) -> str:
     return f"[{severity_of(flag.kind)}] {words.title}: {title}"
 
 
-def _texts(flag: Flag) -> tuple[str | None, str | None]:
-    """(the last text handed to the parent, the child's latest result) of a task flag."""
+def _texts(flag: Flag) -> tuple[str, str] | None:
+    """What the task page says of a task flag's task (core.handover, the one reading):
+    what reached the parent, and the latest result with whether it reached it."""
     if not flag.task_id:
-        return None, None
+        return None
     snap = load_for_task(flag.task)
     view = snap.tasks.get(flag.task.task_id)
     if view is None:
-        return None, None
-    handed = ownership.handed(snap, view)
-    latest = describe_task(flag.task, snap).latest_result
-    return (handed[-1].text if handed else None), latest
+        return None
+    reading = handover.read(snap, view)
+    if reading.reached:
+        given = shorten(reading.reached[-1].text)
+    else:
+        given = "nothing has reached the parent yet"
+        if reading.not_reached:
+            given += f" (reported but not delivered: {shorten(reading.not_reached[-1].text)})"
+    latest = reading.latest
+    if latest is None:
+        return given, "none yet"
+    reached = "it has reached the parent" if latest.reached else "it has not reached the parent"
+    return given, f"{shorten(latest.text)} ({reached})"
 
 
 def for_flag(flag: Flag, lead: str = "") -> Message:
     words = kind_of(flag.kind)
-    given, latest = _texts(flag)
+    texts = _texts(flag)
     lines = [lead + one_line(flag), "", words.meaning]
-    if flag.task_id:
-        lines += ["", f"Given to the parent: {shorten(given)}", f"Latest result: {shorten(latest)}"]
+    if texts:
+        lines += ["", f"Given to the parent: {texts[0]}", f"Latest result: {texts[1]}"]
     lines += [
         "",
         f"Suggested: {words.advice}",

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from supervisor.core.models import Flag, Task
 from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
+from supervisor.notify import content
 from supervisor.web.fragments import _render
 from supervisor.web.page_data import task_detail_context
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS
@@ -42,7 +43,7 @@ def panels(task: Task) -> dict:
     latest = _text(latest_html)
     return {
         "given_same": "same as the latest result" in _text(given_html),
-        "given_nothing": "Nothing" in _text(given_html) and "to the parent yet" in given_html,
+        "given_nothing": "Nothing has reached the parent yet" in _text(given_html),
         "latest_reached": (
             False
             if "it has not reached the parent" in latest
@@ -84,6 +85,29 @@ def contradictions(name: str) -> list[str]:
             found.append(f"{where}: 'same as the latest result' beside 'has not reached'")
         if page["latest_reached"] and page["given_nothing"]:
             found.append(f"{where}: 'Nothing handed' beside 'it has reached the parent'")
+        found += _alert_disagrees(task, where, page)
+    return found
+
+
+def _alert_disagrees(task: Task, where: str, page: dict) -> list[str]:
+    """An alert on any of the task's open flags says what the page says: whether the
+    latest result reached the parent, and what reached it ("nothing", or its text)."""
+    found = []
+    for flag in Flag.objects.filter(state=Flag.OPEN, subject_type="task", task=task):
+        body = content.for_flag(flag).body
+        latest = next(line for line in body.splitlines() if line.startswith("Latest result:"))
+        given = next(line for line in body.splitlines() if line.startswith("Given to the parent:"))
+        said = (
+            False
+            if NOT_REACHED_WORDS in latest
+            else True
+            if "has reached the parent" in latest
+            else None
+        )
+        if said != page["latest_reached"]:
+            found.append(f"{where}: the {flag.kind} alert's latest result says {latest!r}")
+        if page["given_nothing"] != ("nothing has reached the parent" in given):
+            found.append(f"{where}: the {flag.kind} alert says {given!r}")
     return found
 
 
