@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import action_views, bulk_views, views
+from . import action_views, bulk_views, raw_events, views
 from . import admin_views as admin
 from .audit_views import audit
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("tasks/bulk/", bulk_views.bulk_action, name="bulk-action"),
     path("tasks/<int:pk>/actions/<str:kind>/", action_views.task_action, name="task-action"),
     path("flags/<int:pk>/", views.flag_action, name="flag-action"),
+    path("flags/<int:pk>/events/", raw_events.flag_events, name="flag-events"),
     path("tasks/<int:pk>/problem/", views.problem_action, name="problem-action"),
     path("audit/", audit, name="audit"),
     path("data-as-of/", views.data_as_of, name="data-as-of"),
