@@ -3,6 +3,7 @@ from django.urls import path
 from . import action_views, bulk_views, raw_events, views
 from . import admin_views as admin
 from .audit_views import audit
+from .time_zones import choose_times
 
 app_name = "web"
 urlpatterns = [
@@ -16,6 +17,7 @@ urlpatterns = [
     path("flags/<int:pk>/events/", raw_events.flag_events, name="flag-events"),
     path("tasks/<int:pk>/problem/", views.problem_action, name="problem-action"),
     path("audit/", audit, name="audit"),
+    path("times/", choose_times, name="choose-times"),
     path("data-as-of/", views.data_as_of, name="data-as-of"),
     path("admin/", admin.admin_home, name="admin"),
     path("admin/sources/", admin.sources, name="admin-sources"),
