@@ -255,7 +255,9 @@
       var shape = el.getAttribute("data-shape");
       var title;
       if (el.hasAttribute("data-ago")) {
-        title = hoverText(date, "seconds", local) + " · " + hoverText(date, "seconds", !local);
+        // The moment in the chosen zone, then in the other where it differs.
+        title = hoverText(date, "seconds", local);
+        if (date.getTimezoneOffset() !== 0) title += " · " + hoverText(date, "seconds", !local);
       } else if (shape) {
         var text = zoneText(date, shape, local, false);
         if (el.textContent !== text) el.textContent = text;

@@ -100,8 +100,15 @@ def test_times_in_the_browsers_zone_with_utc_on_hover_and_back(
     expect(page.get_by_label("Times in")).to_have_value("local")
     expect(when).to_have_text(kolkata_text(iso))
 
+    # An age carries the moment in the chosen zone on hover, then the other.
+    since = page.locator("#data-as-of time[data-ago]").first
+    expect(since).to_have_attribute(
+        "title", re.compile(r"^\S+ \S+ \+05:30 \(Asia/\w+\) · \S+ \S+ UTC$")
+    )
+
     page.get_by_label("Times in").select_option("utc")
     expect(when).to_have_text(utc_words)
+    expect(since).to_have_attribute("title", re.compile(r"^\S+ \S+ UTC · \S+ \S+ \+05:30 \("))
 
 
 def test_a_time_a_live_update_brings_is_shown_in_the_chosen_zone(
