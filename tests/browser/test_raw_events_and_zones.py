@@ -65,6 +65,10 @@ def test_a_flags_raw_events_open_as_json(zone_page, live_app, acting_user, sourc
     expect(first).to_contain_text('"type": "')
     expect(first).to_contain_text('"data": {')
     expect(fold.locator(".raw-events-part").first).to_have_text("Named in the evidence")
+    # Long JSON lines scroll inside their box: a phone's page stays 390 px wide.
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size(VIEWPORT)
     # Closing and opening again does not fetch twice.
     count = fold.locator(".raw-event").count()
     fold.locator("summary").click()
