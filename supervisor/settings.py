@@ -208,6 +208,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "supervisor.web.freshness.page_freshness",
                 "supervisor.web.context_processors.admin_counts",
+                "supervisor.web.time_zones.times_choice",
             ],
         },
     },

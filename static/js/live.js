@@ -5,7 +5,9 @@
  * - keeps the open-flag count in the tab title, "(3) Supervisor", and on the tab's icon;
  * - keeps ages ("5 min ago") current, and copies an id's full text from its button;
  * - shows a browser notification when flags open (permission asked on a click only),
- *   one for a burst, once per browser however many tabs are open;
+ *   one for a burst, once per browser however many tabs are open; the header's button
+ *   says whether they are on (aria-pressed) and turns them off and on again;
+ * - shows each time in the zone the operator chose, the other on hover;
  * - keeps the live task list to its newest 200 rows, with "N more — show";
  * - shows a banner while the socket is down and re-fetches the page's main partial every
  *   30 s until it is back;
@@ -115,26 +117,164 @@
 
   function notificationsSupported() { return "Notification" in window; }
 
+  // On when the browser allows them and the operator has not turned them off here (a
+  // choice kept per browser, in localStorage, so every tab agrees).
+  var NOTICE_CHOICE = "supervisor:notifications";
+
+  function noticesChosenOff() {
+    try { return window.localStorage.getItem(NOTICE_CHOICE) === "off"; } catch (e) { return false; }
+  }
+
+  function chooseNotices(on) {
+    try { window.localStorage.setItem(NOTICE_CHOICE, on ? "on" : "off"); } catch (e) { /* kept for this page only */ }
+  }
+
+  function notificationsOn() {
+    return notificationsSupported() && Notification.permission === "granted" && !noticesChosenOff();
+  }
+
   function showNotificationState() {
-    var button = $("#enable-notifications");
-    var state = $("#notification-state");
+    var button = $("#notifications-toggle");
     if (!button) return;
     if (!notificationsSupported()) {
+      button.classList.remove("js-only");
       button.hidden = true;
       return;
     }
     var permission = Notification.permission;
-    button.hidden = permission !== "default";
-    if (state) {
-      state.hidden = permission === "default";
-      state.textContent = permission === "granted" ? "Notifications on" : "Notifications blocked";
+    var on = notificationsOn();
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    button.classList.toggle("is-on", on);
+    button.disabled = permission === "denied";
+    button.textContent = permission === "denied" ? "Notifications blocked" : on ? "Notifications on" : "Notifications off";
+    button.title = permission === "denied"
+      ? "This browser blocks notifications from this site: allow them in its site settings."
+      : on ? "Flags that open show as browser notifications. Click to turn them off."
+        : "Click to show flags that open as browser notifications.";
+  }
+
+  function toggleNotifications() {
+    if (!notificationsSupported()) return;
+    var permission = Notification.permission;
+    if (permission === "granted") {
+      chooseNotices(noticesChosenOff());
+      showNotificationState();
+    } else if (permission === "default") {
+      chooseNotices(true);
+      var asked = Notification.requestPermission(showNotificationState);
+      if (asked && asked.then) asked.then(showNotificationState);
     }
   }
 
-  function enableNotifications() {
-    if (!notificationsSupported()) return;
-    var asked = Notification.requestPermission(showNotificationState);
-    if (asked && asked.then) asked.then(showNotificationState);
+  function watchNotificationPermission() {
+    window.addEventListener("storage", function (event) {
+      if (event.key === NOTICE_CHOICE) showNotificationState();
+    });
+    try {
+      navigator.permissions.query({ name: "notifications" }).then(function (status) {
+        status.onchange = showNotificationState;
+      }, function () { /* not offered: the state is read again on each click */ });
+    } catch (e) { /* no Permissions API */ }
+  }
+
+  /* ---- times in the zone the operator chose (web/time_zones.py) ----------------- */
+  // The server writes every <time> in UTC with its shape (templatetags/readable.py);
+  // when <html data-times="local"> each is written again in the browser's zone, with UTC
+  // on hover, and otherwise the browser's zone is on hover. Ages keep their words and
+  // carry both zones on hover.
+  var TIMES_COOKIE = "supervisor-times";
+  var localFormat = null;
+
+  function pad(n, width) {
+    var text = String(n);
+    while (text.length < (width || 2)) text = "0" + text;
+    return text;
+  }
+
+  function localZoneName() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
+  }
+
+  function offsetText(date) {
+    var minutes = -date.getTimezoneOffset();
+    var sign = minutes < 0 ? "-" : "+";
+    minutes = Math.abs(minutes);
+    return sign + pad(Math.floor(minutes / 60)) + ":" + pad(minutes % 60);
+  }
+
+  function partsOf(date, local) {
+    if (!local) {
+      return { y: date.getUTCFullYear(), mo: pad(date.getUTCMonth() + 1), d: pad(date.getUTCDate()),
+        h: pad(date.getUTCHours()), mi: pad(date.getUTCMinutes()), s: pad(date.getUTCSeconds()) };
+    }
+    if (localFormat === null) {
+      localFormat = new Intl.DateTimeFormat("en-GB", { year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+    }
+    var p = {};
+    localFormat.formatToParts(date).forEach(function (part) { p[part.type] = part.value; });
+    return { y: p.year, mo: p.month, d: p.day, h: p.hour === "24" ? "00" : p.hour, mi: p.minute, s: p.second };
+  }
+
+  // The shapes of readable.SHAPES: "seconds", "minutes", "time" (of day, to the ms).
+  function zoneText(date, shape, local, whole) {
+    var p = partsOf(date, local);
+    var day = p.y + "-" + p.mo + "-" + p.d;
+    var zone = local ? " " + offsetText(date) : " UTC";
+    if (shape === "minutes" && !whole) return day + " " + p.h + ":" + p.mi + zone;
+    var clock = p.h + ":" + p.mi + ":" + p.s;
+    if (shape === "time") {
+      clock += "." + pad(date.getUTCMilliseconds(), 3);
+      if (!whole) {
+        // Under a heading of its UTC day: in the local zone, say the day when it differs.
+        var utcDay = partsOf(date, false);
+        var sameDay = day === utcDay.y + "-" + utcDay.mo + "-" + utcDay.d;
+        return local ? (sameDay ? "" : day + " ") + clock + zone : clock;
+      }
+    }
+    return day + " " + clock + zone;
+  }
+
+  function hoverText(date, shape, local) {
+    var text = zoneText(date, shape, local, true);
+    var name = localZoneName();
+    return local && name ? text + " (" + name + ")" : text;
+  }
+
+  function timesInLocalZone() {
+    return document.documentElement.getAttribute("data-times") === "local";
+  }
+
+  function showTimes() {
+    var local = timesInLocalZone();
+    document.querySelectorAll("time[datetime]").forEach(function (el) {
+      var iso = el.getAttribute("datetime") || "";
+      if (iso.indexOf("T") < 0) return;
+      var date = new Date(iso.replace(/(\.\d{3})\d+/, "$1"));
+      if (isNaN(date.getTime())) return;
+      var shape = el.getAttribute("data-shape");
+      var title;
+      if (el.hasAttribute("data-ago")) {
+        // The moment in the chosen zone, then in the other where it differs.
+        title = hoverText(date, "seconds", local);
+        if (date.getTimezoneOffset() !== 0) title += " · " + hoverText(date, "seconds", !local);
+      } else if (shape) {
+        var text = zoneText(date, shape, local, false);
+        if (el.textContent !== text) el.textContent = text;
+        title = hoverText(date, shape, !local);
+      } else {
+        return;
+      }
+      if (el.getAttribute("title") !== title) el.setAttribute("title", title);
+    });
+  }
+
+  function chooseTimes(select) {
+    var value = select.value === "local" ? "local" : "utc";
+    document.cookie = TIMES_COOKIE + "=" + value + "; path=/; max-age=31536000; samesite=lax" +
+      (window.location.protocol === "https:" ? "; secure" : "");
+    document.documentElement.setAttribute("data-times", value);
+    showTimes();
   }
 
   function notifyFlagOpened() { flagOpened($("#flag-opened")); }
@@ -175,7 +315,7 @@
     lastFlagSeen = flag;
     if (notifiedFlags[flag]) return;
     notifiedFlags[flag] = true;
-    if (!notificationsSupported() || Notification.permission !== "granted") return;
+    if (!notificationsOn()) return;
     queueNotice({
       id: flag,
       kind: el.getAttribute("data-kind") || "flag",
@@ -262,7 +402,7 @@
   }
 
   function showNotice(flags) {
-    if (!notificationsSupported() || Notification.permission !== "granted") return;
+    if (!notificationsOn()) return;
     var first = flags[0];
     var title, body, url, tag;
     if (flags.length === 1) {
@@ -386,6 +526,7 @@
     readCursor();
     showJsOnly();
     refreshAges();
+    showTimes();
     updateTitle();
     notifyFlagOpened();
     restoreRowFocus();
@@ -496,7 +637,9 @@
 
   function onChange(event) {
     var el = event.target;
-    if (el.id === "select-all") {
+    if (el.id === "times-zone") {
+      chooseTimes(el);
+    } else if (el.id === "select-all") {
       taskBoxes().forEach(function (b) { b.checked = el.checked; });
     } else if (el.name === "task" && el.type === "checkbox") {
       syncSelectAll();
@@ -508,7 +651,7 @@
   function onClick(event) {
     var target = event.target.closest ? event.target.closest("button") : null;
     if (!target) return;
-    if (target.id === "enable-notifications") enableNotifications();
+    if (target.id === "notifications-toggle") toggleNotifications();
     else if (target.id === "show-shortcuts") showHelp();
     else if (target.classList.contains("copy") && target.hasAttribute("data-copy")) copyId(target);
   }
@@ -523,12 +666,15 @@
     lastFlagSeen = flagged ? flagged.getAttribute("data-flag") : null;
     showJsOnly();
     showNotificationState();
+    watchNotificationPermission();
     refreshAges();
+    showTimes();
     window.setInterval(refreshAges, AGE_TICK_MS);
   }
 
   function showJsOnly() {
     document.querySelectorAll(".js-only[hidden]").forEach(function (el) { el.hidden = false; });
+    document.querySelectorAll(".no-js-only:not([hidden])").forEach(function (el) { el.hidden = true; });
   }
 
   // "seconds.micro-pk": is row order a older than b (so it belongs below it)?
@@ -624,12 +770,16 @@
   document.addEventListener("htmx:wsOpen", socketOpened);
   document.addEventListener("htmx:wsClose", socketClosed);
   document.addEventListener("htmx:wsAfterMessage", afterMessage);
-  document.addEventListener("htmx:oobAfterSwap", showJsOnly);
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    showJsOnly();
+    showTimes();
+  });
   document.addEventListener("htmx:oobBeforeSwap", flagSwappedIn);
   document.addEventListener("htmx:oobBeforeSwap", keepDisclosuresOpen);
   document.addEventListener("htmx:afterSettle", function () {
     showJsOnly();
     refreshAges();
+    showTimes();
     updateTitle();
     syncSelectAll();
     restoreRowFocus();

@@ -1,8 +1,9 @@
 from django.urls import path
 
-from . import action_views, bulk_views, saved_views, views
+from . import action_views, bulk_views, raw_events, saved_views, views
 from . import admin_views as admin
 from .audit_views import audit
+from .time_zones import choose_times
 
 app_name = "web"
 urlpatterns = [
@@ -13,11 +14,13 @@ urlpatterns = [
     path("tasks/bulk/", bulk_views.bulk_action, name="bulk-action"),
     path("tasks/<int:pk>/actions/<str:kind>/", action_views.task_action, name="task-action"),
     path("flags/<int:pk>/", views.flag_action, name="flag-action"),
+    path("flags/<int:pk>/events/", raw_events.flag_events, name="flag-events"),
     path("tasks/<int:pk>/problem/", views.problem_action, name="problem-action"),
     path("tasks/<int:pk>/assignee/", views.assign_action, name="assign-action"),
     path("views/", saved_views.save_view, name="saved-view-save"),
     path("views/<int:pk>/", saved_views.edit_view, name="saved-view-edit"),
     path("audit/", audit, name="audit"),
+    path("times/", choose_times, name="choose-times"),
     path("data-as-of/", views.data_as_of, name="data-as-of"),
     path("admin/", admin.admin_home, name="admin"),
     path("admin/sources/", admin.sources, name="admin-sources"),

@@ -209,6 +209,11 @@ MATRIX = [
     Row("/alerts/ack/{bad_link}/", "POST", everyone(403), {"action": "acknowledge"}),
     Row("/alerts/ack/{gone_link}/", "GET", everyone(404)),
     # acting on a flag: the page's form and the API
+    Row("/flags/{flag}/events/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
+    Row("/flags/{flag}/events/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    # the zone times are shown in: a choice of one's own browser, stored in a cookie
+    Row("/times/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row("/times/", "POST", {**READERS, VIEWER: 302, OPERATOR: 302, ADMIN: 302}, {"times": "local"}),
     Row("/flags/{flag}/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     Row(
         "/flags/{flag}/",

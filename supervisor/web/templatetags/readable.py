@@ -2,7 +2,10 @@
 instead of ids, flag kinds by name. The exact value stays on hover (and, for ids, one
 click from the clipboard), so nothing is hidden, only put second.
 
-live.js keeps every `<time data-ago>` current with the same wording (`agoWords`).
+live.js keeps every `<time data-ago>` current with the same wording (`agoWords`), and
+shows each `<time>` in the zone the operator chose (web/time_zones.py): the text in that
+zone, the other on hover. Every time is written here in UTC, with its shape
+(`data-shape`) so the script writes the local one alike.
 """
 
 from __future__ import annotations
@@ -34,8 +37,21 @@ def age_words(seconds: float) -> str:
     return f"{days} day{'s' if days != 1 else ''}"
 
 
-def utc_text(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+# How much of a moment each shape shows; live.js's `zoneText` writes the same shapes.
+SHAPES = {
+    "seconds": "%Y-%m-%d %H:%M:%S UTC",
+    "minutes": "%Y-%m-%d %H:%M UTC",
+    "time": "%H:%M:%S.%f",  # the task timeline's, under a heading of its (UTC) day
+}
+
+
+def utc_text(at: datetime, shape: str = "seconds") -> str:
+    text = at.astimezone(UTC).strftime(SHAPES[shape])
+    return text[:12] if shape == "time" else text
+
+
+def iso_utc(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat()
 
 
 @register.filter
@@ -46,16 +62,20 @@ def ago(at: datetime | None, now: datetime | None = None):
     seconds = ((now or clock.now()) - at).total_seconds()
     words = f"{age_words(seconds)} ago" if seconds >= 0 else f"in {age_words(seconds)}"
     return format_html(
-        '<time datetime="{}" title="{}" data-ago>{}</time>', at.isoformat(), utc_text(at), words
+        '<time datetime="{}" title="{}" data-ago>{}</time>', iso_utc(at), utc_text(at), words
     )
 
 
 @register.filter
-def utc(at: datetime | None):
-    """`<time>` with the full UTC time, for where the moment matters more than the age."""
+def utc(at: datetime | None, shape: str = "seconds"):
+    """`<time>` with the UTC time, for where the moment matters more than the age; to the
+    second, or `utc:"minutes"`, or `utc:"time"` (the time of day to the millisecond)."""
     if not at:
         return mark_safe('<span class="muted">never</span>')
-    return format_html('<time datetime="{}">{}</time>', at.isoformat(), utc_text(at))
+    text = utc_text(at, shape)
+    return format_html(
+        '<time datetime="{}" title="{}" data-shape="{}">{}</time>', iso_utc(at), text, shape, text
+    )
 
 
 def short_label(identifier: str) -> str:
