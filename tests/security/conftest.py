@@ -8,7 +8,7 @@ from django.core import signing
 from supervisor.core.actions import preview_action, selection_digest
 from supervisor.core.flags import do_open_flag
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import DeadLetter, Flag, Task, Thread
+from supervisor.core.models import DeadLetter, Flag, SavedView, Task, Thread
 from supervisor.core.snapshot import Finding
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
@@ -32,6 +32,9 @@ def walk_objects(source, silent_source):  # noqa: F811
     source.connector = "simulator"
     source.save()
     user = make_user("ann", "viewer")
+    view = SavedView.objects.create(
+        owner=user, name="ann's", query="state=open", shared=True, created_at=BASE, updated_at=BASE
+    )
     dead = DeadLetter.objects.create(source=source, event_id="e1", body="{}", error="bad")
     silent, on_thread = silent_source
     channel = Channel.objects.create(name="walk", kind="apprise", target="json://h/x")
@@ -54,6 +57,7 @@ def walk_objects(source, silent_source):  # noqa: F811
         "source": source.pk,
         "user": user.pk,
         "dead": dead.pk,
+        "view": view.pk,
         "flag": silent.pk,
         "task": task.pk,
         "task_id": task.task_id,

@@ -221,6 +221,29 @@ MATRIX = [
         {**READERS, VIEWER: 403, OPERATOR: 302, ADMIN: 302},
         {"action": "acknowledge"},
     ),
+    # who looks after a task's problem: operators assign
+    Row("/tasks/{task}/assignee/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row(
+        "/tasks/{task}/assignee/",
+        "POST",
+        {**READERS, VIEWER: 403, OPERATOR: 302, ADMIN: 302},
+        {"action": "assign", "assignee": "me"},
+    ),
+    # saved views of the task list: anyone logged in saves; only the owner (ann) changes
+    Row("/views/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row(
+        "/views/",
+        "POST",
+        {**READERS, VIEWER: 302, OPERATOR: 302, ADMIN: 302},
+        {"name": "walk", "query": "state=open"},
+    ),
+    Row("/views/{view}/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row(
+        "/views/{view}/",
+        "POST",
+        {**READERS, VIEWER: 403, OPERATOR: 403, ADMIN: 403},
+        {"action": "edit", "name": "renamed", "shared": "on"},
+    ),
     # acting on a task's problem (its open flags shown on the page)
     Row("/tasks/{task}/problem/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     Row(
