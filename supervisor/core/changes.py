@@ -34,6 +34,10 @@ class ChangeKind(models.TextChoices):
     FLAG_SNOOZED = "flag.snoozed"
     FLAG_UNACKNOWLEDGED = "flag.unacknowledged"
     FLAG_UNSNOOZED = "flag.unsnoozed"
+    # Silences (operators).
+    SILENCE_CREATED = "silence.created"
+    SILENCE_EDITED = "silence.edited"
+    SILENCE_ENDED = "silence.ended"
     # Operator actions.
     ACTION_REQUESTED = "action.requested"
     ACTION_SENDING = "action.sending"
