@@ -129,9 +129,7 @@ def test_quiet_and_needing_action_split_the_open_flags(flags):
     assert quiet | need == open_pks and not quiet & need
 
 
-def test_matching_names_the_longest_lasting_silence_in_one_query(
-    flags, django_assert_num_queries
-):
+def test_matching_names_the_longest_lasting_silence_in_one_query(flags, django_assert_num_queries):
     short = silence(kinds=["stuck", "delegation_rejected"])
     longer = do_create_silence(
         title_words=["task"], reason="noisy", ends_at=LATER + timedelta(hours=1), now=NOW
