@@ -176,7 +176,9 @@ def silence_create(request):
             _apply(form, exc)
         else:
             messages.success(
-                request, f"Silenced {silence} until {silence.ends_at:%Y-%m-%d %H:%M} UTC."
+                request,
+                f"Created {silence}: the flags it matches are quiet until "
+                f"{silence.ends_at:%Y-%m-%d %H:%M} UTC.",
             )
             return redirect("web:silences")
     status = 400 if request.method == "POST" else 200

@@ -16,6 +16,7 @@ from .conftest import EXPECTED_OPEN, log_in, seed, wait_for_socket
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REASON = "Checks are flaky until the runner fix lands"
+PHONE = {"width": 390, "height": 844}
 
 
 def test_a_silence_quiets_a_tasks_flags_and_ending_it_brings_them_back(
@@ -40,7 +41,7 @@ def test_a_silence_quiets_a_tasks_flags_and_ending_it_brings_them_back(
     page.get_by_label("Reason").fill(REASON)
     page.get_by_label("Silence for").select_option("24h")
     page.get_by_role("button", name="Create silence").click()
-    expect(page.locator("#messages")).to_contain_text("Silenced silence #")
+    expect(page.locator("#messages")).to_contain_text("Created silence #")
     active = page.get_by_role("table", name=re.compile("^Active silences"))
     expect(active).to_contain_text(REASON)
 
@@ -65,6 +66,7 @@ def test_a_silence_quiets_a_tasks_flags_and_ending_it_brings_them_back(
     # Ended early: every count is back, and the task needs action again.
     held.click()
     page.wait_for_url("**/silences/*/")
+    silence_pk = int(page.url.rstrip("/").rsplit("/", 1)[1])
     page.get_by_role("button", name="End this silence now").click()
     expect(page.locator("#messages")).to_contain_text("its flags need action again")
     expect(page.get_by_role("table", name=re.compile("^Silences that ended"))).to_contain_text(
@@ -74,3 +76,11 @@ def test_a_silence_quiets_a_tasks_flags_and_ending_it_brings_them_back(
     expect(needing).to_contain_text("Port the retry loop")
     page.goto(f"/tasks/{seeded.task_pk}/")
     expect(page.locator("#flags")).not_to_contain_text("Silenced by")
+
+    # The list, a silence's page and the form fit a phone, in dark mode too.
+    for shown in (page, watching):
+        shown.set_viewport_size(PHONE)
+        for path in ("/silences/", f"/silences/{silence_pk}/"):
+            shown.goto(path)
+            expect(shown.locator("main h1")).to_be_visible()
+            assert shown.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], path
