@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import BooleanField, Case, IntegerField, Q, Value, When
+from django.db.models import BooleanField, Case, Count, IntegerField, Q, Value, When
 
 from . import changes
 from .changes import ChangeKind
@@ -151,6 +151,20 @@ def matching(flag_pks: Sequence[int], found: Active) -> dict[int, Silence]:
         .values_list("pk", "silence_pk")
     )
     return {pk: by_pk[silence_pk] for pk, silence_pk in rows}
+
+
+def held_counts(found: Active, namespace_id: int | None = None) -> dict[int, int]:
+    """How many open flags each active silence matches (in `namespace_id`, if given): one
+    aggregate query for them all. A flag two silences match counts for both."""
+    if not found:
+        return {}
+    flags = Flag.objects.filter(state=Flag.OPEN)
+    if namespace_id is not None:
+        flags = flags.filter(namespace_id=namespace_id)
+    counts = flags.aggregate(
+        **{f"s{s.pk}": Count("pk", filter=matcher(s, found)) for s in found.silences}
+    )
+    return {s.pk: counts[f"s{s.pk}"] for s in found.silences}
 
 
 # --- writers ------------------------------------------------------------------------

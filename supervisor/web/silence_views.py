@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from supervisor.core import clock
+from supervisor.core import clock, silences
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.flags import FlagActionError
 from supervisor.core.models import Silence
@@ -138,6 +138,9 @@ def silence_list(request):
     now = clock.now()
     rows = Silence.objects.select_related("created_by", "ended_by")
     active = list(rows.filter(ends_at__gt=now).order_by("ends_at", "pk"))
+    counts = silences.held_counts(silences.active(now))
+    for silence in active:
+        silence.holds = counts.get(silence.pk, 0)
     ended = list(rows.filter(ends_at__lte=now).order_by("-ends_at", "-pk")[:LIST_LIMIT])
     return render(
         request,
