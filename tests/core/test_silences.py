@@ -121,8 +121,19 @@ def test_a_silenced_flag_stays_open(flags):
     assert Flag.objects.filter(state=Flag.OPEN).count() == len(flags)
 
 
-def test_quiet_and_needing_action_split_the_open_flags(flags):
-    silence(kinds=["stuck"], title_words=["task", "1"])
+@pytest.mark.parametrize(
+    "matchers",
+    [
+        {"kinds": ["stuck"], "title_words": ["task", "1"]},
+        {"environments": ["default"]},
+        {"environments": ["staging", "prod"], "kinds": ["stuck"]},
+        {"title_words": ["task"]},
+        {"sources": ["orchestrator"], "kinds": ["delegation_rejected"]},
+    ],
+)
+def test_quiet_and_needing_action_split_the_open_flags(flags, matchers):
+    # Negated matchers on the task's columns must keep flags without a task (NULLs).
+    silence(**matchers)
     open_pks = set(Flag.objects.filter(state=Flag.OPEN).values_list("pk", flat=True))
     quiet = set(Flag.objects.filter(silences.quiet(NOW)).values_list("pk", flat=True))
     need = set(Flag.objects.filter(silences.needing_action(NOW)).values_list("pk", flat=True))
