@@ -4,14 +4,18 @@ overview too, live, without a reload) and the task page says which silence holds
 until when; ending the silence brings it all back."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from playwright.sync_api import expect
 
+from supervisor.core import clock
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.models import Flag
+from supervisor.core.silences import do_create_silence
 
-from .conftest import EXPECTED_OPEN, log_in, seed, wait_for_socket
+from .conftest import EXPECTED_OPEN, SCHEMES, log_in, seed, wait_for_socket
+from .test_accessibility import AXE, BLOCKING, RUN_AXE, describe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,3 +92,35 @@ def test_a_silence_quiets_a_tasks_flags_and_ending_it_brings_them_back(
             shown.goto(path)
             expect(shown.locator("main h1")).to_be_visible()
             assert shown.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], path
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_silences_pages_have_no_serious_accessibility_violations(
+    new_page, live_app, acting_user, scheme
+):
+    now = clock.now()
+    made = do_create_silence(
+        kinds=["stuck"],
+        title_words=["retry"],
+        reason=REASON,
+        ends_at=now + timedelta(hours=1),
+        now=now,
+    )
+    page = new_page(scheme, bypass_csp=True)
+    log_in(page, acting_user, "/silences/")
+    found = []
+    for name, path in (("list", "/silences/"), ("silence", f"/silences/{made.pk}/")):
+        page.goto(path)
+        found += axe(page, name, scheme)
+    # A form sent back with its errors: each beside its field, and still accessible.
+    page.goto("/silences/")
+    page.get_by_role("button", name="Create silence").click()
+    expect(page.locator(".has-errors").first).to_contain_text("Reason: say why")
+    found += axe(page, "form with errors", scheme)
+    assert not found, "axe found serious or critical violations:\n" + "\n".join(found)
+
+
+def axe(page, name: str, scheme: str) -> list[str]:
+    page.add_script_tag(path=AXE)
+    violations = page.evaluate(RUN_AXE)
+    return describe(name, scheme, [v for v in violations if v["impact"] in BLOCKING])
