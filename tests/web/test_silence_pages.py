@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from supervisor.core import clock
+from supervisor.core import clock, silences
 from supervisor.core.flags import do_open_flag
 from supervisor.core.models import Change, Flag, Silence, Task
 from supervisor.core.silences import do_create_silence
@@ -15,6 +15,7 @@ from supervisor.core.snapshot import Finding
 from supervisor.web import page_data
 from tests.factories import make_tasks
 from tests.web.cast import ANONYMOUS, OPERATOR, VIEWER, login_as
+from tests.web.test_queries import lead_thread, queries
 
 pytestmark = pytest.mark.django_db
 
@@ -182,3 +183,20 @@ def test_the_task_page_says_which_silence_holds_a_flag_and_until_when(client, fl
     assert "acknowledged, snoozed or silenced" in html
     other = Task.objects.get(task_id="task:t1")
     assert "Silenced by" not in client.get(f"/tasks/{other.pk}/").content.decode()
+
+
+@pytest.mark.parametrize("path", ["/", "/tasks/", "/silences/", lead_thread])
+def test_with_silences_the_query_count_grows_with_neither_tasks_nor_silences(
+    client, viewer, source, path
+):
+    """The active silences are read once a page and matched by the database."""
+    client.force_login(viewer)
+    make_silence(kinds=["stuck"], title_words=["sub"])
+    make_silence(environments=["default"], sources=[source.name])
+    few = queries(client, source, 2, path)
+    assert few == queries(client, source, 40, path)
+    for n in range(5):
+        make_silence(title_words=[f"task{n}"])
+    # 41: another prefix, as the events of one already seen would be ignored.
+    assert queries(client, source, 41, path) == few
+    assert Flag.objects.filter(silences.quiet(clock.now())).exists()
