@@ -9,7 +9,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from supervisor.core.contract import event_json_schemas
 from supervisor.unavailable import UNAVAILABLE, unavailable_response
 
-from . import actions, converters, events, flags, tasks  # noqa: F401 - converters registers
+from . import actions, converters, events, flags, silences, tasks  # noqa: F401 - converters registers
 from .docs import ReadersDocs
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -40,6 +40,7 @@ api.add_router("", events.router)
 api.add_router("", actions.router)
 api.add_router("", tasks.router)
 api.add_router("", flags.router)
+api.add_router("", silences.router)
 # Last: a path no operation has is a JSON 404 too, not Django's HTML page.
 unknown = Router(auth=None)
 

@@ -48,6 +48,7 @@ NEEDS: dict[tuple[str, str], Need] = {
     ("GET", "/api/v1/tasks/{task_id}"): Need(("read",), ANYONE),
     ("GET", "/api/v1/flags"): Need(("read",), ANYONE),
     ("POST", "/api/v1/flags/{flag_id}"): Need(("act",), OPERATOR),
+    ("GET", "/api/v1/silences"): Need(("read",), ANYONE),
     ("GET", "/api/v1/tasks/{task_id}/actions/preview"): Need(("act",), OPERATOR),
     ("POST", "/api/v1/tasks/{task_id}/actions"): Need(("act",), OPERATOR),
     ("POST", "/api/v1/actions/bulk"): Need(("act",), OPERATOR),

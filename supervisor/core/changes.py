@@ -37,6 +37,10 @@ class ChangeKind(models.TextChoices):
     # Who looks after a task's problem (operators).
     TASK_ASSIGNED = "task.assigned"
     TASK_UNASSIGNED = "task.unassigned"
+    # Silences (operators).
+    SILENCE_CREATED = "silence.created"
+    SILENCE_EDITED = "silence.edited"
+    SILENCE_ENDED = "silence.ended"
     # Operator actions.
     ACTION_REQUESTED = "action.requested"
     ACTION_SENDING = "action.sending"

@@ -520,3 +520,31 @@ class SavedView(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class Silence(models.Model):
+    """Flags matched by kind, source, environment and title words kept open but quiet
+    until `ends_at`, as Alertmanager's silences: not needing action, no alerts. An empty
+    matcher matches anything; at least one is set (core.silences checks it). Ending one
+    early sets `ended_at` and brings `ends_at` back to then: active is `ends_at > now`."""
+
+    kinds = models.JSONField(default=list)
+    sources = models.JSONField(default=list)  # source names: flags of their namespaces
+    environments = models.JSONField(default=list)  # the task's target env, else its env
+    title_words = models.JSONField(default=list)  # each one in the task's title
+    reason = models.TextField()
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["ends_at"], name="silence_ends_at")]
+
+    def __str__(self):
+        return f"silence #{self.pk}"

@@ -37,6 +37,8 @@ def page_of(view: str, subject: int, can_act: bool) -> Page:
 
 
 def concerns(note: dict, page: Page) -> bool:
+    if note["kind"].startswith("silence."):
+        return True  # a silence may quiet any task's flags or let them go (rare: cheap)
     if page.view == "task":
         return page.subject in note["tasks"]
     if page.view == "thread":

@@ -8,16 +8,18 @@ class NotifyConfig(AppConfig):
 
     def ready(self):
         # Notify plugs into core, which imports nothing of it: alerts written inside each
-        # flag opening's transaction, its rows' retention, its figure on /metrics.
+        # flag opening's transaction, held alerts due again when a silence lifts, its rows'
+        # retention, its figure on /metrics.
         from django.db.models import Q
 
-        from supervisor.core import flags, metrics, retention
+        from supervisor.core import flags, metrics, retention, silences
 
-        from .grouping import flag_opened
+        from .grouping import flag_opened, silence_lifted
         from .metrics import notifications_family
         from .models import FlagAlert, Notification
 
         flags.on_flag_opened(flag_opened)
+        silences.on_silence_lifted(silence_lifted)
         retention.register(
             retention.Kind(
                 "notifications",

@@ -1,6 +1,6 @@
 """While a notified flag stays open and unacknowledged: a re-notification every
 `renotify_every` to the route's channel, and once, `escalate_after` its opening, a
-message to the escalation channel. Snoozes and quiet hours push both later; a
+message to the escalation channel. Snoozes, silences and quiet hours push both later; a
 resolution or an acknowledgement closes the alert."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from supervisor.core.models import Flag
 from supervisor.core.sweep_failures import LOST_DATABASE, Failures
 
 from . import content
-from .grouping import JOB, held_until
+from .grouping import JOB, held_until, silenced_until
 from .models import FlagAlert, Notification
 from .outbox import do_enqueue_notification
 
@@ -32,11 +32,12 @@ def follow_up(now: datetime, limit: int = 500, failures: Failures | None = None)
             .select_related("flag__task", "route__channel", "route__escalate_to")
             .order_by("pk")[:limit]
         )
+        held = silenced_until([a.flag_id for a in due], now)
         for alert in due:
             subject = f"follow-up:{alert.pk}"
             try:
                 with transaction.atomic():
-                    written += _follow(alert, now)
+                    written += _follow(alert, now, held.get(alert.flag_id))
             except LOST_DATABASE:
                 raise
             except Exception as exc:
@@ -52,13 +53,13 @@ def follow_up(now: datetime, limit: int = 500, failures: Failures | None = None)
     return written
 
 
-def _follow(alert: FlagAlert, now: datetime) -> int:
+def _follow(alert: FlagAlert, now: datetime, silenced: datetime | None = None) -> int:
     flag, route = alert.flag, alert.route
     if flag.state != Flag.OPEN or flag.acknowledged_at is not None:
         alert.state = FlagAlert.CLOSED
         alert.save(update_fields=["state"])
         return 0
-    later = held_until(route, flag, now)
+    later = held_until(route, flag, now, silenced)
     if later is not None:
         if alert.renotify_at and alert.renotify_at <= now:
             alert.renotify_at = later

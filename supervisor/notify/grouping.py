@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from supervisor.core.models import Flag
+from supervisor.core import silences
+from supervisor.core.models import Flag, Silence
 from supervisor.core.sweep_failures import LOST_DATABASE, Failures
 
 from . import content
@@ -60,14 +61,15 @@ def close_windows(now: datetime, failures: Failures | None = None) -> int:
             .select_related("flag__task", "route__channel")
         )
         by_channel: dict[int, list[FlagAlert]] = defaultdict(list)
+        held = silenced_until([a.flag_id for a in due], now)
         for alert in due:
             flag = alert.flag
             if flag.state != Flag.OPEN or flag.acknowledged_at is not None:
                 alert.state = FlagAlert.DROPPED
                 alert.save(update_fields=["state"])
                 continue
-            later = held_until(alert.route, flag, now)
-            if later is not None:  # quiet hours or snoozed: the window reopens then
+            later = held_until(alert.route, flag, now, held.get(flag.pk))
+            if later is not None:  # quiet hours, snoozed, silenced: the window reopens then
                 alert.due_at = later
                 alert.save(update_fields=["due_at"])
                 continue
@@ -102,10 +104,35 @@ def _write_window(alerts: list[FlagAlert], now: datetime) -> int:
     return note is not None
 
 
-def held_until(route: Route, flag: Flag, now: datetime) -> datetime | None:
+def silenced_until(flag_pks: list[int], now: datetime) -> dict[int, datetime]:
+    """When the silence holding each of these flags ends, for those one holds: the
+    active silences read once a sweep, matched in one query."""
+    return {pk: s.ends_at for pk, s in silences.matching(flag_pks, silences.active(now)).items()}
+
+
+def held_until(
+    route: Route, flag: Flag, now: datetime, silenced: datetime | None = None
+) -> datetime | None:
+    """Until when an alert of `flag` waits: its snooze, its silence (`silenced`, from
+    `silenced_until`), the route's quiet hours, whichever ends last; None: send now."""
     snoozed = flag.snoozed_until if flag.snoozed_until and flag.snoozed_until > now else None
     quiet = quiet_until(route, now)
-    return max(filter(None, (snoozed, quiet)), default=None)
+    return max(filter(None, (snoozed, silenced, quiet)), default=None)
+
+
+def silence_lifted(silence: Silence, now: datetime) -> int:
+    """A silence ended or changed (`silence` as it was): the alerts it held until its
+    end are due now, and the next sweep sends them or holds them again (another
+    silence, a snooze, quiet hours), as they would have been at its end."""
+    matched = Flag.objects.filter(silences.matcher(silence, silences.alone(silence)))
+    alerts = FlagAlert.objects.filter(flag__in=matched.values("pk"))
+    moved = alerts.filter(state=FlagAlert.WAITING, due_at=silence.ends_at).update(due_at=now)
+    notified = alerts.filter(state=FlagAlert.NOTIFIED)
+    moved += notified.filter(renotify_at=silence.ends_at).update(renotify_at=now)
+    moved += notified.filter(escalate_at=silence.ends_at, escalated_at__isnull=True).update(
+        escalate_at=now
+    )
+    return moved
 
 
 def _mark_notified(alert: FlagAlert, now: datetime) -> None:

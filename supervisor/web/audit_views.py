@@ -2,8 +2,9 @@
 
 It shows every action (requested, sent, succeeded, failed, retried), every flag change
 a person or a token made (evaluation's own openings and resolutions are not audit
-entries), and every admin change (users, sources and tokens, alert channels and routes,
-dead-letter replays); newest first, a page at a time by keyset, in two queries a page.
+entries), every silence created, edited or ended, and every admin change (users,
+sources and tokens, alert channels and routes, dead-letter replays); newest first, a
+page at a time by keyset, in two queries a page.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ CATEGORIES = {
     "actions": Q(kind__startswith="action."),
     "flags": Q(kind__startswith="flag.") & _BY_SOMEONE,
     "assignments": Q(kind__in=["task.assigned", "task.unassigned"]),
+    "silences": Q(kind__startswith="silence."),
     "admin": Q(kind__startswith="user.")
     | Q(kind__startswith="source.")
     | Q(kind__startswith="channel.")
@@ -56,6 +58,7 @@ CATEGORY_CHOICES = (
     ("actions", "actions"),
     ("flags", "flag changes"),
     ("assignments", "assignments"),
+    ("silences", "silences"),
     ("admin", "admin changes"),
 )
 
@@ -69,6 +72,9 @@ VERBS = {
     "flag.updated": "Updated",
     "task.assigned": "Assigned",
     "task.unassigned": "Unassigned",
+    "silence.created": "Created silence",
+    "silence.edited": "Edited silence",
+    "silence.ended": "Ended silence",
     "action.requested": "requested",
     "action.sending": "being sent",
     "action.succeeded": "succeeded",
@@ -189,6 +195,16 @@ def entry(
         what += [Part("text", f"{verb} flag", None), _kind(payload.get("kind"))]
         what.append(Part("text", f"on {change.subject_type}", None))
         subject(*_task(change, tasks))
+    elif family == "silence":
+        what.append(Part("text", verb, None))
+        url = None
+        if change.subject_id.isdigit():
+            url = reverse("web:silence", args=[int(change.subject_id)])
+        what.append(Part("code", f"#{change.subject_id}", url))
+        if payload.get("matchers"):
+            what.append(Part("text", f"on {payload['matchers']}", None))
+        if payload.get("changed"):
+            what.append(Part("text", f"changed: {', '.join(payload['changed'])}", None))
     elif family == "action":
         kind = payload.get("kind", "?")
         what += [Part("text", "Action", None), Part("text", ACTIONS.get(kind, kind), None, kind)]

@@ -29,7 +29,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from supervisor.core import action_outcomes, clock, continued, ownership
+from supervisor.core import action_outcomes, clock, continued, ownership, silences
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
 from supervisor.core.assignment import assignable_users
@@ -45,7 +45,6 @@ from supervisor.core.flag_kinds import (
     kind_of,
     severity_of,
 )
-from supervisor.core.flags import awaiting_attention, taken_up
 from supervisor.core.loader import load_for_subjects, load_for_task
 from supervisor.core.models import (
     Action,
@@ -94,8 +93,9 @@ def last_change_id() -> int:
 
 
 def open_flag_count() -> int:
-    """The tab title's count: open flags nobody has taken up (acknowledged or snoozed)."""
-    return Flag.objects.filter(awaiting_attention(clock.now())).count()
+    """The tab title's count: open flags nobody has taken up (acknowledged, snoozed or
+    silenced), as the overview counts them."""
+    return Flag.objects.filter(silences.needing_action(clock.now())).count()
 
 
 def live_context(view: str, pk: int | None = None) -> dict:
@@ -115,8 +115,10 @@ def live_context(view: str, pk: int | None = None) -> dict:
 # --- shared pieces ------------------------------------------------------------------
 
 
-def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None) -> dict:
-    """A flag with its words for an operator."""
+def flag_entry(
+    flag: Flag, *, url: str | None = None, subject: str | None = None, silence=None
+) -> dict:
+    """A flag with its words for an operator; `silence`, the one holding it (if any)."""
     evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
     return {
         "flag": flag,
@@ -127,6 +129,7 @@ def flag_entry(flag: Flag, *, url: str | None = None, subject: str | None = None
         "subject": subject or flag.subject_id,
         "resolved_words": resolved_words(flag) if flag.state == Flag.RESOLVED else "",
         "snoozed": flag.snoozed_until is not None and flag.snoozed_until > clock.now(),
+        "silence": silence if flag.state == Flag.OPEN else None,
     }
 
 
@@ -138,9 +141,9 @@ def resolved_words(flag: Flag) -> str:
     return flag.resolve_reason or LATER_EVENTS
 
 
-def task_rows(tasks: list[Task]) -> list[dict]:
+def task_rows(tasks: list[Task], found: silences.Active | None = None) -> list[dict]:
     """Each task with its open flags as one problem (None when it has none)."""
-    problems = problems_of([t.pk for t in tasks], clock.now())
+    problems = problems_of([t.pk for t in tasks], clock.now(), found)
     rows = []
     for task in tasks:
         problem = problems.get(task.pk)
@@ -179,21 +182,24 @@ def severity_rank():
 WORST_FIRST = (F("rank").desc(), "opened_at", "pk")  # after .alias(rank=severity_rank())
 
 
-def _taken_up(now: datetime) -> list[Flag]:
-    """Open flags of known tasks someone acknowledged or snoozed: shown apart, with who
-    and until when, the most severe first, then the longest open."""
+def _taken_up(now: datetime, found: silences.Active) -> list[Flag]:
+    """Open flags of known tasks someone acknowledged, snoozed or silenced: shown apart,
+    with who and until when (`silence`: the one holding it), the most severe first, then
+    the longest open."""
     flags = list(
-        Flag.objects.filter(taken_up(now), task__known=True)
+        Flag.objects.filter(silences.quiet(now, found), task__known=True)
         .select_related("task", "acknowledged_by")
         .alias(rank=severity_rank())
         .order_by(*WORST_FIRST)[:NEEDS_ACTION_LIMIT]
     )
+    held = silences.matching([f.pk for f in flags], found)
     for flag in flags:
         flag.severity = severity_of(flag.kind)
+        flag.silence = held.get(flag.pk)
     return flags
 
 
-def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
+def _awaiting(now: datetime, found: silences.Active) -> tuple[list[dict], list[dict], list[Task]]:
     """The flags awaiting attention counted by kind and, for task flags, by their task's
     environment (the most first); and the known tasks with such flags, the most severe
     first, then the one that has waited longest (since its oldest such flag opened),
@@ -204,7 +210,7 @@ def _awaiting(now: datetime) -> tuple[list[dict], list[dict], list[Task]]:
     ways; and one reads the tasks shown. Two queries whatever the number of tasks."""
     rank = severity_rank()
     flags = (
-        Flag.objects.filter(awaiting_attention(now))
+        Flag.objects.filter(silences.needing_action(now, found))
         .order_by()
         .values_list(
             "kind",
@@ -280,8 +286,9 @@ def _moment(value) -> datetime:
 
 def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
     now = clock.now()
-    by_kind, by_env, needing = _awaiting(now)
-    taken = _taken_up(now)
+    found = silences.active(now)  # once: every count and list below reads them
+    by_kind, by_env, needing = _awaiting(now, found)
+    taken = _taken_up(now, found)
     latest = list(
         Task.objects.filter(known=True)
         .filter(~_open_flags_exist())
@@ -314,13 +321,16 @@ def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
         for ns, name, pk in rows.values_list("namespace_id", "thread_id", "pk"):
             thread_pks[(ns, name)] = pk
     silent, on_threads = [], []
+    held = silences.matching([f.pk for f in other_flags], found)
     for flag in other_flags:
         if flag.subject_type == "source":
-            silent.append(flag_entry(flag, subject=f"source {flag.subject_id}"))
+            subject = f"source {flag.subject_id}"
+            silent.append(flag_entry(flag, subject=subject, silence=held.get(flag.pk)))
         else:
             pk = thread_pks.get((flag.namespace_id, flag.subject_id))
             url = reverse("web:thread", args=[pk]) if pk else None
-            on_threads.append(flag_entry(flag, url=url, subject=f"thread {flag.subject_id}"))
+            subject = f"thread {flag.subject_id}"
+            on_threads.append(flag_entry(flag, url=url, subject=subject, silence=held.get(flag.pk)))
     silent_names = {f["flag"].subject_id for f in silent}
     return {
         "total_open": sum(row["n"] for row in by_kind),
@@ -339,10 +349,10 @@ def overview_context(can_act: bool, *, all_thread_flags: bool = False) -> dict:
             else row
             for row in by_env
         ],
-        "needing": task_rows(needing),
+        "needing": task_rows(needing, found),
         "taken_up": taken,
         "now": now,
-        "taken_up_count": Flag.objects.filter(taken_up(now)).count(),
+        "taken_up_count": Flag.objects.filter(silences.quiet(now, found)).count(),
         "latest": [{"task": t, "flags": []} for t in latest],
         "sources": [{"source": s, "silent": s.name in silent_names} for s in sources],
         "silent_flags": silent,
@@ -807,11 +817,18 @@ def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | Non
     open_flags = [f for f in flags if f.state == Flag.OPEN]
     actions = list(task.actions.order_by("created_at", "pk"))
     cont = continued_outcome(snap, view, actions)
+    now = clock.now()
+    held = silences.matching([f.pk for f in open_flags], silences.active(now))
     problem = problem_of(
-        [(f.kind, f.acknowledged_at, f.snoozed_until) for f in open_flags], clock.now()
+        [(f.kind, f.acknowledged_at, f.snoozed_until, f.pk in held) for f in open_flags], now
     )
     facets = [
-        {"facet": facet, "entries": [flag_entry(f) for f in open_flags if f.kind == facet.kind]}
+        {
+            "facet": facet,
+            "entries": [
+                flag_entry(f, silence=held.get(f.pk)) for f in open_flags if f.kind == facet.kind
+            ],
+        }
         for facet in (problem.facets if problem else ())
     ]
     suggested = _fit_to_state(
@@ -891,7 +908,8 @@ def thread_context(thread: Thread) -> dict:
                 seen_threads.add(task.child_thread_id)
                 level.append(task.child_thread_id)
         depth += 1
-    problems = problems_of([t.pk for t in every], clock.now())
+    found = silences.active(clock.now())
+    problems = problems_of([t.pk for t in every], clock.now(), found)
 
     def nodes(thread_pk: int, depth: int, path: frozenset) -> list[dict]:
         out = []
@@ -935,6 +953,7 @@ def thread_context(thread: Thread) -> dict:
             "state", F("open_rank").desc(), F("open_since").asc(nulls_last=True), "-opened_at"
         )
     )
+    held = silences.matching([f.pk for f in thread_flags if f.state == Flag.OPEN], found)
     return {
         "thread": thread,
         "tree": nodes(thread.pk, 0, frozenset({thread.pk})),
@@ -942,7 +961,7 @@ def thread_context(thread: Thread) -> dict:
         "truncated": truncated,
         "depth_limit": TREE_DEPTH,
         "delegated_by": delegated_by,
-        "thread_flags": [flag_entry(f) for f in thread_flags],
+        "thread_flags": [flag_entry(f, silence=held.get(f.pk)) for f in thread_flags],
         "can_act": False,
     }
 

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from supervisor.core import silences
 from supervisor.core.flag_kinds import CANCEL, CONTINUE, DELIVER, RANK, FlagKind, kind_of
 from supervisor.core.models import Flag
 
@@ -27,7 +28,7 @@ class Facet:
     kind: str
     words: FlagKind
     severity: str
-    taken_up: bool  # acknowledged, or snoozed until later than now
+    taken_up: bool  # acknowledged, snoozed until later than now, or silenced
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,16 @@ def _order(facet: Facet) -> tuple:
     )
 
 
-def problem_of(flags: list[tuple[str, datetime | None, datetime | None]], now: datetime):
+def problem_of(flags: list[tuple], now: datetime):
     """The problem of one task from its open flags as (kind, acknowledged_at,
-    snoozed_until); None when it has none."""
+    snoozed_until[, silenced]); None when it has none."""
     facets: dict[str, Facet] = {}
-    for kind, acknowledged_at, snoozed_until in flags:
-        taken = acknowledged_at is not None or (snoozed_until is not None and snoozed_until > now)
+    for kind, acknowledged_at, snoozed_until, *silenced in flags:
+        taken = (
+            acknowledged_at is not None
+            or (snoozed_until is not None and snoozed_until > now)
+            or any(silenced)
+        )
         seen = facets.get(kind)
         # Two open flags of one kind (two subjects' worth) are one facet: open if either is.
         if seen is None or (seen.taken_up and not taken):
@@ -79,11 +84,17 @@ def problem_of(flags: list[tuple[str, datetime | None, datetime | None]], now: d
     return Problem(tuple(sorted(facets.values(), key=_order)))
 
 
-def problems_of(task_pks, now: datetime) -> dict[int, Problem]:
-    """Each task's problem, in one query whatever the number of tasks."""
+def problems_of(
+    task_pks, now: datetime, found: silences.Active | None = None
+) -> dict[int, Problem]:
+    """Each task's problem, in one query whatever the number of tasks (and the active
+    silences `found`, read here when not given)."""
+    found = silences.active(now) if found is None else found
     flags: dict[int, list] = defaultdict(list)
-    rows = Flag.objects.filter(task_id__in=list(task_pks), state=Flag.OPEN).values_list(
-        "task_id", "kind", "acknowledged_at", "snoozed_until"
+    rows = (
+        Flag.objects.filter(task_id__in=list(task_pks), state=Flag.OPEN)
+        .annotate(silenced=silences.is_silenced(found))
+        .values_list("task_id", "kind", "acknowledged_at", "snoozed_until", "silenced")
     )
     for task_id, *flag in rows:
         flags[task_id].append(flag)

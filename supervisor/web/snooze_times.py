@@ -16,22 +16,38 @@ SNOOZE_MAX = timedelta(days=30)
 
 
 def snooze_until(chosen: str | None, until: str | None, now: datetime) -> datetime:
-    """The end of the snooze the form asks for, or FlagActionError saying what is wrong.
+    """The end of the snooze the form asks for, or FlagActionError saying what is wrong."""
+    return quiet_until_from_form(chosen, until, now)
 
-    A time typed in `until` wins over the chosen length: the field sits folded beside the
-    lengths, and whoever opened it and typed a time meant that time."""
+
+def quiet_until_from_form(
+    chosen: str | None,
+    until: str | None,
+    now: datetime,
+    *,
+    what: str = "snooze",
+    instead: str = "resolve the flag instead",
+) -> datetime:
+    """The end of a quiet (a snooze, a silence) a form asks for: one of SNOOZE_CHOICES
+    or a chosen UTC time, in the future and at most SNOOZE_MAX ahead; else
+    FlagActionError saying what is wrong, in the words of `what` it is.
+
+    A time typed in `until` wins over the chosen length: on the task page the field sits
+    folded beside the lengths, and whoever opened it and typed a time meant that time."""
     hours = {key: h for key, _, h in SNOOZE_CHOICES}.get(chosen or "")
     if hours is not None and not (until or "").strip():
         return now + timedelta(hours=hours)
     if chosen != UNTIL and hours is None:
-        raise FlagActionError("choose how long to snooze")
+        raise FlagActionError(f"choose how long to {what}")
     try:
         end = datetime.strptime((until or "").strip(), "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
     except ValueError:
-        raise FlagActionError("give the time to snooze until as YYYY-MM-DD HH:MM, in UTC") from None
+        raise FlagActionError(
+            f"give the time to {what} until as YYYY-MM-DD HH:MM, in UTC"
+        ) from None
     if end <= now:
         raise FlagActionError(f"{end:%Y-%m-%d %H:%M} UTC has passed; choose a later time")
     if end - now > SNOOZE_MAX:
         days = SNOOZE_MAX.days
-        raise FlagActionError(f"a snooze lasts at most {days} days; resolve the flag instead")
+        raise FlagActionError(f"a {what} lasts at most {days} days; {instead}")
     return end

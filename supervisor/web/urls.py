@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import action_views, bulk_views, raw_events, saved_views, views
+from . import action_views, bulk_views, raw_events, saved_views, silence_views, views
 from . import admin_views as admin
 from .audit_views import audit
 from .time_zones import choose_times
@@ -21,6 +21,10 @@ urlpatterns = [
     path("views/<int:pk>/", saved_views.edit_view, name="saved-view-edit"),
     path("audit/", audit, name="audit"),
     path("times/", choose_times, name="choose-times"),
+    path("silences/", silence_views.silence_list, name="silences"),
+    path("silences/new/", silence_views.silence_create, name="silence-create"),
+    path("silences/<int:pk>/", silence_views.silence_detail, name="silence"),
+    path("silences/<int:pk>/end/", silence_views.silence_end, name="silence-end"),
     path("data-as-of/", views.data_as_of, name="data-as-of"),
     path("admin/", admin.admin_home, name="admin"),
     path("admin/sources/", admin.sources, name="admin-sources"),

@@ -5,10 +5,12 @@ from datetime import timedelta
 import pytest
 from django.core import signing
 
+from supervisor.core import clock
 from supervisor.core.actions import preview_action, selection_digest
 from supervisor.core.flags import do_open_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import DeadLetter, Flag, SavedView, Task, Thread
+from supervisor.core.silences import do_create_silence
 from supervisor.core.snapshot import Finding
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
@@ -49,7 +51,12 @@ def walk_objects(source, silent_source):  # noqa: F811
         Finding("stuck", "task", task.task_id, {"text": "walk"}),
         BASE + timedelta(seconds=7),
     )
+    now = clock.now()
+    silence = do_create_silence(
+        kinds=["stale_result"], reason="walk", ends_at=now + timedelta(hours=1), now=now
+    )
     return {
+        "silence": silence.pk,
         "namespace": source.namespace.name,
         "channel": channel.pk,
         "route": route.pk,

@@ -192,6 +192,25 @@ MATRIX = [
     # the audit: everyone logged in reads it
     Row("/audit/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/audit/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    # silences: everyone logged in reads them, operators create, edit and end them
+    Row("/silences/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
+    Row("/silences/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row("/silences/new/", "GET", {**ACTORS, OPERATOR: 200, ADMIN: 200}),
+    Row(
+        "/silences/new/",
+        "POST",
+        {**ACTORS, OPERATOR: 302, ADMIN: 302},
+        {"kinds": "stuck", "reason": "walk", "for": "1h"},
+    ),
+    Row("/silences/{silence}/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
+    Row(
+        "/silences/{silence}/",
+        "POST",
+        {**ACTORS, OPERATOR: 302, ADMIN: 302},
+        {"kinds": "stuck", "reason": "walk, edited", "for": "1h"},
+    ),
+    Row("/silences/{silence}/end/", "GET", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
+    Row("/silences/{silence}/end/", "POST", {**ACTORS, OPERATOR: 302, ADMIN: 302}),
     Row("/data-as-of/", "GET", {**READERS, VIEWER: 200, OPERATOR: 200, ADMIN: 200}),
     Row("/data-as-of/", "POST", {**READERS, VIEWER: 405, OPERATOR: 405, ADMIN: 405}),
     # Prometheus figures: a bearer token with the metrics scope only, never a session
@@ -296,6 +315,8 @@ MATRIX = [
     Row("/api/v1/flags", "GET", api(200)),
     Row("/api/v1/flags", "POST", everyone(405)),
     Row("/api/v1/flags/{flag}", "GET", everyone(405)),
+    Row("/api/v1/silences", "GET", api(200)),
+    Row("/api/v1/silences", "POST", everyone(405)),
     Row(
         "/api/v1/flags/{flag}",
         "POST",

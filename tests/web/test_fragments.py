@@ -125,6 +125,7 @@ def test_fragments_read_a_fixed_handful_of_queries(source, django_assert_max_num
         fragments.task_row(pk)
     with django_assert_max_num_queries(8):
         fragments.overview(True)
-    # The open-flag count, and the sources with their silences for "data as of".
-    with django_assert_max_num_queries(2):
+    # The open-flag count (and the active silences it leaves out), and the sources with
+    # their silences for "data as of".
+    with django_assert_max_num_queries(3):
         fragments.frame(1, [])

@@ -77,7 +77,7 @@ def test_acknowledged_and_snoozed_flags_leave_the_counts_and_are_shown_apart(
     assert open_flag_count() == 1  # the tab title's count
     client.force_login(viewer)
     html = client.get("/").content.decode()
-    assert "1 open flag " in html and "and 2 taken up (acknowledged or snoozed)" in html
+    assert "1 open flag " in html and "and 2 taken up (acknowledged, snoozed or silenced)" in html
     needing = needing_part(html)
     assert "Task 2" in needing and "Task 0" not in needing and "Task 1" not in needing
     taken = html[html.index('id="taken-up-h"') :]

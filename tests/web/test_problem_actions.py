@@ -30,7 +30,7 @@ def test_acknowledging_the_problem_takes_up_every_flag_shown(client, acting, thr
     # Sent again (a double click, a resend), it changes nothing and says so.
     again = post(client, task, "acknowledge", flags).content.decode()
     assert "Acknowledged the problem: 0 flags (3 already acknowledged)." in again
-    assert "Taken up: every flag of it is acknowledged or snoozed." in again
+    assert "Taken up: every flag of it is acknowledged, snoozed or silenced." in again
 
 
 def test_a_flag_opened_after_the_page_was_shown_is_left_alone(client, acting, three_levels):
