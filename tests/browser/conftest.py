@@ -214,6 +214,15 @@ def acting_user(transactional_db, django_user_model):
     return user
 
 
+@pytest.fixture
+def admin_user(transactional_db, django_user_model):
+    from supervisor.core.roles import ADMIN, do_set_role
+
+    user = django_user_model.objects.create_user("admin", password=PASSWORD)
+    do_set_role(user, ADMIN)
+    return user
+
+
 def log_in(page, user, next_path: str = "/") -> None:
     page.goto(f"/login/?next={next_path}")
     page.get_by_label("User name").fill(user.get_username())

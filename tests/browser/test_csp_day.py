@@ -7,7 +7,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from supervisor.core.roles import ADMIN, do_set_role
 from tests.receiver import Receiver
 
 from .conftest import LATEST_TEXT, PASSWORD, page_paths, seed, wait_for_socket
@@ -32,13 +31,6 @@ ADMIN_PAGES = (
     "/api/v1/docs",
     "/tasks/?flag=stale_result&state=open",
 )
-
-
-@pytest.fixture
-def admin_user(transactional_db, django_user_model):
-    user = django_user_model.objects.create_user("admin", password=PASSWORD)
-    do_set_role(user, ADMIN)
-    return user
 
 
 def test_a_day_of_pages_reports_no_violation_and_no_htmx_error(

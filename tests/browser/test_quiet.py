@@ -7,20 +7,12 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import DeadLetter
-from supervisor.core.roles import ADMIN, do_set_role
 from tests.web.test_nav import failures
 from tests.web.test_thread_runs import child_thread_story
 
-from .conftest import PASSWORD, log_in
+from .conftest import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def admin_user(transactional_db, django_user_model):
-    user = django_user_model.objects.create_user("admin", password=PASSWORD)
-    do_set_role(user, ADMIN)
-    return user
 
 
 def test_the_admin_menu_counts_what_waits_and_opens_by_keyboard(new_page, admin_user):
