@@ -147,11 +147,16 @@ def live_app(django_db_setup, tmp_path_factory):
     """daphne + a Celery worker with embedded beat (sweep every 0.5 s) on the test DB."""
     purge_broker()
     schedule = tmp_path_factory.mktemp("beat") / "schedule"
+    port = free_port()
+    # The worker is told the web server's port, as `make run` tells its processes: the
+    # links of the alerts it sends point there.
     with celery_worker(
-        "--beat", "--schedule", str(schedule), env={"SUPERVISOR_SWEEP_INTERVAL": "0.5"}
+        "--beat",
+        "--schedule",
+        str(schedule),
+        env={"SUPERVISOR_SWEEP_INTERVAL": "0.5", "PORT": str(port)},
     ) as worker:
-        web, log = _start_daphne(free_port())
-        port = web.args[web.args.index("-p") + 1]
+        web, log = _start_daphne(port)
         try:
             yield LiveApp(f"http://127.0.0.1:{port}", web, worker, log)
         finally:
