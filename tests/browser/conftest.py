@@ -189,10 +189,17 @@ def browser():
 
 @pytest.fixture
 def new_page(browser, live_app):
-    """`new_page(scheme, bypass_csp=False)`: a page in a fresh context (1280×800)."""
+    """`new_page(scheme, bypass_csp=False, timezone_id="UTC", permissions=())`: a page in
+    a fresh context (1280×800)."""
     contexts = []
 
-    def make(scheme: str = "light", *, bypass_csp: bool = False):
+    def make(
+        scheme: str = "light",
+        *,
+        bypass_csp: bool = False,
+        timezone_id: str = "UTC",
+        permissions=(),
+    ):
         context = browser.new_context(
             base_url=live_app.url,
             viewport=VIEWPORT,
@@ -200,7 +207,8 @@ def new_page(browser, live_app):
             bypass_csp=bypass_csp,
             reduced_motion="reduce",
             locale="en-US",
-            timezone_id="UTC",
+            timezone_id=timezone_id,
+            permissions=list(permissions),
         )
         context.set_default_timeout(30_000)
         context.add_init_script(INIT_SCRIPT)

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import Flag
 
-from .conftest import INIT_SCRIPT, VIEWPORT, log_in, seed, wait_for_socket
+from .conftest import VIEWPORT, log_in, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,27 +20,9 @@ CHILD = "thread:delegated-task:retry-port"
 
 
 @pytest.fixture
-def zone_page(browser, live_app):
+def zone_page(new_page):
     """`zone_page(permissions=())`: a page whose browser lives in Asia/Kolkata."""
-    contexts = []
-
-    def make(permissions=()):
-        context = browser.new_context(
-            base_url=live_app.url,
-            viewport=VIEWPORT,
-            reduced_motion="reduce",
-            locale="en-US",
-            timezone_id="Asia/Kolkata",
-            permissions=list(permissions),
-        )
-        context.set_default_timeout(30_000)
-        context.add_init_script(INIT_SCRIPT)
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
+    return lambda permissions=(): new_page(timezone_id="Asia/Kolkata", permissions=permissions)
 
 
 def no_csp_violations(page) -> None:
