@@ -18,6 +18,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "a-test-secret-of-some-length"
 
 
+@pytest.fixture
+def webhook(source):
+    """The source acts through a webhook receiver on loopback."""
+    with Receiver(secret=SECRET) as receiver:
+        source.connector = "webhook"
+        source.connector_settings = {"url": receiver.url, "secret": SECRET, "timeout": 5}
+        source.save()
+        yield receiver
+
+
 def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
     new_page, live_app, acting_user, source
 ):
@@ -67,3 +77,45 @@ def test_deliver_from_the_task_page_with_preview_and_a_live_outcome(
             lambda: not open_kinds() & {"stale_result", "undelivered_result"},
             what="the delivery flags to resolve",
         )
+
+
+def test_a_confirm_refused_because_the_preview_changed_keeps_focus_on_the_new_preview(
+    new_page, live_app, acting_user, source, webhook
+):
+    seed(live_app, source)
+    task = Task.objects.get(task_id=RETRY_PORT)
+    page = new_page("light")
+    log_in(page, acting_user, f"/tasks/{task.pk}/")
+    wait_for_socket(page)
+    suggested = page.locator(".suggested-action")
+    suggested.get_by_role("link", name=re.compile("Deliver the latest result")).click()
+    preview = page.locator("#action-preview")
+    expect(preview.locator(".sent-text")).to_contain_text(LATEST_TEXT)
+    preview.get_by_label("Reason (for the audit trail)").fill("stale result handed on")
+    # The child's last run is reported again with another text after the preview.
+    amended = "All checks green after a re-run. PR #812 is NOT ready: CI is red."
+    answer = live_app.post_events(
+        source.token,
+        [
+            {
+                "id": "amended-run-4",
+                "type": "run.finished",
+                "at": "2026-11-05T23:05:00Z",
+                "data": {
+                    "thread": "thread:delegated-task:retry-port",
+                    "run": "thread:delegated-task:retry-port:run:4",
+                    "status": "completed",
+                    "summary": amended,
+                },
+            }
+        ],
+    )
+    assert answer["accepted"] == 1, answer
+    preview.get_by_role("button", name=re.compile("Confirm")).click()
+
+    expect(page.get_by_text("Nothing was sent")).to_be_visible()
+    expect(page.locator(".sent-text")).to_contain_text(amended)
+    # Focus is on the new preview, where the operator reads what changed: not on the
+    # Actions heading far above it, and not on the page body.
+    expect(page.locator("#preview-h")).to_be_focused()
+    assert not Action.objects.exists() and webhook.attempts == 0
