@@ -27,6 +27,8 @@ Definitions, per known task T (contract §4 for the words in quotes):
   and p90 by nearest rank (the ceil(0.9 n)-th smallest value, no interpolation). Clocks
   of different environments differ, and a later run may repeat a text that reached the
   parent before it ended, so a delay may come out negative; it is kept as is.
+- open flags by kind: for every kind of the flag-kind catalogue, the stored flags of
+  that kind in state open, on any subject (task, thread or source).
 
 Shares are of tasks seen (known tasks) across the namespaces audited.
 """
@@ -38,6 +40,9 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.db.models import Count
+
+from .flag_kinds import CATALOGUE
 from .loader import load_namespace
 from .models import Flag, Namespace
 from .ownership import (
@@ -76,6 +81,8 @@ class AuditReport:
     never_delivered_open: list[TaskRef] = field(default_factory=list)
     # Seconds from a later result's run end to the first wake carrying it to the parent.
     later_result_delays: list[float] = field(default_factory=list)
+    # Every kind of the catalogue, in its order, with its open flags (on any subject).
+    open_by_kind: dict[str, int] = field(default_factory=dict)
 
     @property
     def delay_median(self) -> float | None:
@@ -134,6 +141,7 @@ class AuditReport:
                 "median_s": self.delay_median,
                 "p90_s": self.delay_p90,
             },
+            "open_flags_by_kind": self.open_by_kind,
         }
 
 
@@ -153,7 +161,20 @@ def audit(namespace_ids: list[int] | None = None) -> AuditReport:
     report.handed_earlier_text.sort()
     report.undelivered_result_open = _open_on_tasks(audited, "undelivered_result")
     report.never_delivered_open = _open_on_tasks(audited, "never_delivered")
+    report.open_by_kind = open_by_kind(audited)
     return report
+
+
+def open_by_kind(namespace_ids: list[int]) -> dict[str, int]:
+    """Open flags of every kind, 0 for a kind with none: a kind the report leaves out
+    would read as one that never fires."""
+    counts = dict(
+        Flag.objects.filter(namespace_id__in=namespace_ids, state=Flag.OPEN)
+        .values_list("kind")
+        .annotate(n=Count("pk"))
+        .values_list("kind", "n")
+    )
+    return {kind: counts.get(kind, 0) for kind in CATALOGUE}
 
 
 def _open_on_tasks(namespace_ids: list[int], kind: str) -> list[TaskRef]:

@@ -38,6 +38,8 @@ MEANINGS = [
     "run that a wake carried to the parent; the delays are from the run's end to that "
     "wake being queued (median; p90 by nearest rank).",
     "share of tasks seen: the count divided by tasks seen.",
+    "open flags by kind: every kind Supervisor raises, with its flags open now on any "
+    "subject (a task, a parent thread or a source); 0 when none is.",
 ]
 
 
@@ -85,8 +87,12 @@ def table(report: AuditReport) -> str:
         for label, value, share in rows
     ]
     namespaces = ", ".join(report.namespaces) or "(none)"
+    kinds = ["open flags by kind:"]
+    if report.open_by_kind:
+        width = max(len(kind) for kind in report.open_by_kind)
+        kinds += [f"  {kind.ljust(width)}  {n:>5}" for kind, n in report.open_by_kind.items()]
     legend = ["What each count means:"] + [
         textwrap.fill(meaning, 88, initial_indent="- ", subsequent_indent="  ")
         for meaning in MEANINGS
     ]
-    return "\n".join([f"namespaces: {namespaces}", "", *lines, "", *legend])
+    return "\n".join([f"namespaces: {namespaces}", "", *lines, "", *kinds, "", *legend])

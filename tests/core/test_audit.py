@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from supervisor.core.audit import AuditReport, TaskRef, audit
 from supervisor.core.evaluate import evaluate
+from supervisor.core.flag_kinds import CATALOGUE
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
 from supervisor.core.sources import do_create_source
@@ -214,6 +215,17 @@ EXPECTED_ROWS = [
     ("  delay, p90 nearest rank (s)", "600.0", ""),
 ]
 
+# Every kind, in the catalogue's order; the fixture's tasks open these (its wakes are
+# never delivered, so each is late).
+NONE_OPEN = {kind: 0 for kind in CATALOGUE}
+OPEN_BY_KIND = NONE_OPEN | {
+    "premature_completion": 2,
+    "stale_result": 2,
+    "undelivered_result": 2,
+    "orphan_wake": 1,
+    "late_wake": 12,
+}
+
 
 def test_the_fixture_flags_are_what_the_audit_reads(audited):
     undelivered = Flag.objects.filter(kind="undelivered_result").values_list("subject_id", "state")
@@ -234,7 +246,9 @@ def test_audit_of_the_fixture_gives_its_expected_table(audited):
         undelivered_result_open=refs("B", "C"),
         # A, D, E, F, H, I: by task, then run.
         later_result_delays=[45.0, 600.0, 20.0, 30.0, 5.0, 10.0],
+        open_by_kind=OPEN_BY_KIND,
     )
+    assert list(report.open_by_kind) == list(CATALOGUE)
     # Median of an even count is the mean of the middle two (20, 30); nearest-rank p90 of
     # six is the 6th smallest (interpolation would give 322.5).
     assert (report.delay_median, report.delay_p90) == (25.0, 600.0)
@@ -256,6 +270,7 @@ def test_an_empty_store_gives_zeros_and_no_shares(db):
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
+        "open_flags_by_kind": NONE_OPEN,
     }
 
 
@@ -290,11 +305,12 @@ def test_the_command_prints_one_json_object(audited):
         },
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 6, "median_s": 25.0, "p90_s": 600.0},
+        "open_flags_by_kind": OPEN_BY_KIND,
     }
 
 
 def test_the_command_prints_an_aligned_table(audited):
-    assert report().split("\n\nWhat each count means:")[0].splitlines() == [
+    assert report().split("\n\nopen flags by kind:")[0].splitlines() == [
         "namespaces: orchestrator",
         "",
         "measure                                           value  share of tasks seen",
@@ -324,6 +340,7 @@ def test_the_command_audits_all_namespaces_or_the_one_named(audited):
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
+        "open_flags_by_kind": NONE_OPEN,
     }
     assert json.loads(report("--json", "--namespace", NS))["tasks_seen"] == 12
 
@@ -342,3 +359,13 @@ def test_the_table_says_what_each_count_means(audited):
         assert any(line.startswith(f"- {label}") for line in legend.splitlines()), label
     # The gap finalization is seed 000's narrow measure, not the stale_result flag.
     assert "stale_result" in legend
+
+
+def test_the_command_lists_every_kind_with_its_open_flags(audited):
+    text = report()
+    block = text.split("\n\nopen flags by kind:\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split() for line in block] == [
+        [kind, str(count)] for kind, count in OPEN_BY_KIND.items()
+    ]
+    legend = text.split("What each count means:")[1]
+    assert "- open flags by kind:" in legend

@@ -26,6 +26,7 @@ from supervisor.connectors.t3code.locate import state_database
 from supervisor.connectors.t3code.schema import StateDBError
 from supervisor.core import clock
 from supervisor.core.evaluate import evaluate
+from supervisor.core.flag_kinds import CATALOGUE
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
 from supervisor.core.scenario import _result
 from supervisor.core.sources import do_create_source
@@ -220,3 +221,7 @@ def test_report_t3_counts_what_the_flags_show(scenario_dirs, version, name):
     assert report["handed_earlier_text"]["count"] == stale
     assert report["undelivered_result_open"]["count"] == _count(wanted, "undelivered_result")
     assert report["never_delivered_open"]["count"] == _count(wanted, "never_delivered")
+    # Every kind that sits on tasks alone, new ones included, as the flags show it.
+    for kind, entry in CATALOGUE.items():
+        if entry.subjects == {"task"}:
+            assert report["open_flags_by_kind"][kind] == _count(wanted, kind), kind
