@@ -335,6 +335,67 @@ def test_a_call_no_task_ever_came_of_stands_alone(t3, how):
 
 
 @HOW
+def test_a_refused_call_is_a_rejection_and_its_retry_the_request_the_task_answers(t3, how):
+    """T3 refuses a call from a run it does not see as active (its MCP failure); the
+    agent calls again, with no key of its own, and that call makes the task."""
+    task, child = task_of("6f0e7c1a-0000-4000-8000-000000000003")
+    lead = parent_run(t3)
+    delegate_call(
+        t3,
+        "item:call-refused",
+        second=1,
+        run=lead,
+        status="failed",
+        toolName="mcp__t3__delegate_task",
+        input={"task": "Port the retry loop.", "title": "Port the retry loop"},
+        output={
+            "code": "parent_not_active",
+            "message": "Delegated tasks require an active run owned by this MCP provider session.",
+        },
+    )
+    delegate_call(
+        t3,
+        "item:call-again",
+        second=2,
+        run=lead,
+        toolName="t3.delegate_task",
+        input={"task": "Port the retry loop.", "title": "Port the retry loop"},
+    )
+    child_of(t3, task, child, start=2.5, parent_run_id=lead)
+    delegate_call(
+        t3,
+        "item:call-again",
+        second=2.6,
+        run=lead,
+        status="completed",
+        output={"taskId": task},
+    )
+    # Codex stores a failed call's error as `{error: message}`.
+    delegate_call(
+        t3,
+        "item:call-codex",
+        second=3,
+        run=lead,
+        status="failed",
+        toolName="t3.delegate_task",
+        input={"title": "Other"},
+        output={"error": "tool call failed"},
+    )
+    read = Read(t3.path, how)
+    requests = {r["client_request_id"] for r in read.of("task.requested")}
+    assert requests == {"item:call-refused", "item:call-again", "item:call-codex"}
+    assert read.latest("task.delegated", task=task)["client_request_id"] == "item:call-again"
+    rejected = read.told("tool.rejected")
+    assert [(e["at"], e["data"]["code"]) for e in rejected] == [
+        (at(1), "parent_not_active"),
+        (at(3), "failed"),
+    ]
+    assert rejected[0]["data"]["tool"] == "delegate_task"
+    assert rejected[0]["data"]["thread"] == PARENT
+    assert rejected[1]["data"]["message"] == "tool call failed"
+
+
+@HOW
 def test_other_tool_calls_are_no_requests(t3, how):
     lead = parent_run(t3)
     for name in ("Read", "mcp__t3__task_status", "mcp__t3__delegate_task_status"):

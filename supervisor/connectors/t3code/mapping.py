@@ -1224,7 +1224,10 @@ class Mapper:
                     "title": title,
                 },
             )
-        named = _arguments(p.get("output")).get("taskId")
+        output = _arguments(p.get("output"))
+        named = output.get("taskId")
+        if request["task"] is None and not named and p.get("status") == "failed":
+            self._refused(p, request, key, output, occurred)
         if request["task"] is None and isinstance(named, str) and named:
             request["task"] = named
             task = self.memory["tasks"].get(named)
@@ -1234,6 +1237,34 @@ class Mapper:
                 title, prompt = task.pop("said")
                 task["told_request"] = key
                 self._delegated(named, {"title": title, "prompt": prompt or None}, task)
+
+    def _refused(self, p: dict, request: dict, key: str, output: dict, occurred) -> None:
+        """A call that failed and named no task: T3 (or the provider) refused it, and
+        no task will come of it (`tool.rejected`, once). T3's refusal is its MCP failure
+        `{code, message}`; Codex stores a failed call's `{error: message}`."""
+        if request.get("refused"):
+            return
+        at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        error = output.get("error")
+        nested = error if isinstance(error, dict) else {}
+        code = _first_text(output.get("code"), nested.get("code")) or "failed"
+        message = _first_text(
+            output.get("message"), nested.get("message"), error if isinstance(error, str) else None
+        )
+        request["refused"] = 1
+        self._emit(
+            "tool.rejected",
+            (key,),
+            at,
+            {
+                "thread": request["thread"],
+                "tool": DELEGATE_TOOL,
+                "code": code[:200],
+                "message": message or "delegate_task failed without a task.",
+            },
+        )
 
     def _request_of(self, task_id: str, p: dict, known: dict) -> str | None:
         """The `client_request_id` of the call that made this task, if any is known."""
@@ -1249,6 +1280,7 @@ class Mapper:
         for other, request in requests.items():
             if (
                 request["task"] is None
+                and not request.get("refused")
                 and request["thread"] == known["parent"]
                 and request["run"] == known["run"]
                 and request["title"] == title
