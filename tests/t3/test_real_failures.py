@@ -122,3 +122,35 @@ def test_a_real_delegation_says_the_agents_client_request_id(version, how):
     # The scripted agent's call writes no tool item in these builds: nothing requested.
     assert tool_calls(base) == 0
     assert [e for e in events if e["type"] == "task.requested"] == []
+
+
+def test_a_real_roster_entry_left_listed_is_an_item_unfinished_until_the_restart():
+    """0.0.33's `restart`: the background task's child starts `make reindex` (a roster
+    entry) and ends its run; T3 finalizes and delivers the task with the entry still
+    listed, and it stays listed, an item unfinished, until the restart's recovery empties
+    the roster (its `background.finished` is that recovery's)."""
+    base, scenario = played("0.0.33", "restart")
+    tasks = {task["role"]: task for task in scenario["tasks"]}
+    background = tasks["the background task"]
+    child_run = background["childRuns"][0]["id"]
+    events = mapped(base, "log")
+    [started] = [
+        e
+        for e in events
+        if e["type"] == "background.started" and e["data"]["thread"] == background["childThreadId"]
+    ]
+    assert (started["data"]["run"], started["data"]["label"]) == (child_run, "make reindex")
+    completed = [
+        e["at"]
+        for e in events
+        if e["type"] == "task.reported"
+        and e["data"]["task"] == background["taskId"]
+        and e["data"]["status"] == "completed"
+    ]
+    [finished] = [
+        e
+        for e in events
+        if e["type"] == "background.finished" and e["data"]["item"] == started["data"]["item"]
+    ]
+    cut = [e["at"] for e in events if e["type"] == "run.finished" and e["data"].get("cause")]
+    assert completed and cut and max(completed) < min(cut) <= finished["at"]
