@@ -71,6 +71,14 @@ CREATE TABLE orchestration_v2_projection_context_transfers (
 );
 """
 
+TURN_ITEMS = """
+CREATE TABLE IF NOT EXISTS orchestration_v2_projection_turn_items (
+  turn_item_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, run_id TEXT, node_id TEXT,
+  provider_thread_id TEXT, provider_turn_id TEXT, parent_item_id TEXT, ordinal INTEGER,
+  type TEXT NOT NULL, status TEXT NOT NULL, updated_at TEXT, payload_json TEXT NOT NULL
+);
+"""
+
 LEGACY_COPY = """
 CREATE TABLE orchestration_v2_events (
   sequence INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
@@ -476,6 +484,54 @@ class FakeT3:
                     "provider_instance_id": PROVIDER,
                     "provider_session_id": "session-1",
                     "status": status,
+                    "updated_at": at,
+                },
+            ),
+        )
+        return payload
+
+    # --- turn items: errors, tool calls --------------------------------------------
+
+    def turn_item(self, item_id: str, *, at: str, thread: str, run: str, type: str, **fields):
+        """A turn item as T3 writes it (an `error` with its `failure`, a `dynamic_tool`
+        call with `toolName`, `input`, `output`); written again with the same id, it is
+        the item's next state. The projection table is made when first needed, so the
+        other stories' files stay as they were."""
+        before = self.entities.get(("turn-item", item_id), {})
+        payload = {
+            "id": item_id,
+            "threadId": thread,
+            "runId": run,
+            "nodeId": f"node:{item_id}",
+            "parentItemId": None,
+            "status": "running",
+            "title": None,
+            "startedAt": before.get("startedAt", at),
+            "completedAt": None,
+            "type": type,
+            **{k: v for k, v in before.items() if k not in ("updatedAt", "status")},
+            **fields,
+            "updatedAt": at,
+        }
+        if payload["status"] != "running":
+            payload["completedAt"] = payload["completedAt"] or at
+        self.entities[("turn-item", item_id)] = payload
+        self.conn.executescript(TURN_ITEMS)
+        self._write(
+            "turn-item.updated",
+            thread,
+            payload,
+            at,
+            run=run,
+            projection=(
+                "orchestration_v2_projection_turn_items",
+                {
+                    "turn_item_id": item_id,
+                    "thread_id": thread,
+                    "run_id": run,
+                    "node_id": payload["nodeId"],
+                    "type": type,
+                    "status": payload["status"],
                     "updated_at": at,
                 },
             ),

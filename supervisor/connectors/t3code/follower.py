@@ -306,30 +306,9 @@ class Follower:
 
     def _import(self, db: StateDB, mapper: Mapper) -> tuple[int, list[dict]]:
         """The projections' current state, read in one snapshot with the log's top."""
-        roles = db.schema.has("messages", "role")
-        typed = db.schema.has("context_transfers", "type")
         with db.snapshot():
             top = db.max_sequence()
-            state = {
-                "threads": db.payloads("threads"),
-                "subagents": db.payloads("subagents"),
-                "provider_threads": db.payloads("provider_threads"),
-                # Assistant messages matter only as runs' final texts, read apart.
-                "messages": db.payloads("messages", "role != 'assistant'" if roles else ""),
-                "runs": db.payloads("runs"),
-                "transfers": db.payloads(
-                    "context_transfers", "type = 'subagent_result'" if typed else ""
-                ),
-                "texts": db.last_assistant_texts(),
-                # Errors of failed runs, and commands that may have outlived their run.
-                "restart_ended": db.runs_ended_by_restart(),
-                "turn_items": db.payloads(
-                    "turn_items",
-                    "type IN ('error', 'command_execution')"
-                    if db.schema.has("turn_items", "type")
-                    else "",
-                ),
-            }
+            state = projections(db)
         # Told by entity rather than by kind, so that an import's chunks each create
         # and complete their rows instead of updating the previous chunk's one by one.
         events = sorted(mapper.import_state(**state), key=_locality)
@@ -396,3 +375,30 @@ class Follower:
 
     def record_error(self, message: str) -> None:
         FollowState.objects.filter(pk=self._state()).update(last_error=message[:2000])
+
+
+def projections(db: StateDB) -> dict:
+    """What an import reads of the projections (`Mapper.import_state`'s arguments);
+    inside the caller's snapshot, to agree with the log's top read in it."""
+    roles = db.schema.has("messages", "role")
+    typed = db.schema.has("context_transfers", "type")
+    return {
+        "threads": db.payloads("threads"),
+        "subagents": db.payloads("subagents"),
+        "provider_threads": db.payloads("provider_threads"),
+        # Assistant messages matter only as runs' final texts, read apart.
+        "messages": db.payloads("messages", "role != 'assistant'" if roles else ""),
+        "runs": db.payloads("runs"),
+        "transfers": db.payloads("context_transfers", "type = 'subagent_result'" if typed else ""),
+        "texts": db.last_assistant_texts(),
+        "restart_ended": db.runs_ended_by_restart(),
+        # Errors of failed runs, commands that may have outlived their run, and the
+        # agents' delegate_task calls (other tool calls are many: left out).
+        "turn_items": db.payloads(
+            "turn_items",
+            "type IN ('error', 'command_execution') OR (type = 'dynamic_tool'"
+            " AND payload_json LIKE '%delegate\\_task%' ESCAPE '\\')"
+            if db.schema.has("turn_items", "type")
+            else "",
+        ),
+    }

@@ -41,6 +41,7 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from supervisor.core import clock
 from supervisor.core.connectors import CONTINUE_WAKE_PREFIX
@@ -118,6 +119,18 @@ TASK_STATUS = {
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 ITEM_FINISHED = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
 WAKE_OUTCOMES = frozenset({"completed", "failed", "cancelled", "updated"})
+# T3's failure classes of a run's error item (facts §2; `usage_limit` on newer builds).
+# Another is passed on as T3 wrote it, and counted.
+FAILURE_CLASSES = frozenset(
+    {
+        "provider_error",
+        "transport_error",
+        "permission_error",
+        "validation_error",
+        "unknown",
+        "usage_limit",
+    }
+)
 # T3's delivery records of a terminal task (`completionDelivery.state`), and those that
 # settle how (or that) the result reached the parent.
 DELIVERY_STATES = frozenset({"pending", "claimed", "delivered", "acknowledged", "disposed"})
@@ -149,6 +162,11 @@ KEEP_ENDED = 1_000
 KEEP_DEPARTED = 20
 KEEP_TRANSFERS = 20_000
 KEEP_TASK_WAKES = 20  # a task's wakes, until T3 settles its delivery
+KEEP_REQUESTS = 5_000  # delegate_task calls, until their task is known (a hang: never)
+# The agents' tool that delegates a task, as providers name a call of it (Claude:
+# `mcp__<server>__delegate_task`; Codex: `<server>.delegate_task`).
+DELEGATE_TOOL = "delegate_task"
+TOOL_NAME_PARTS = re.compile(r"__|[./:]")
 
 # T3's result for a child run that wrote no assistant text (J SubagentProjection.ts).
 NO_TEXT_RESULT = {"completed": "Child task completed without an assistant result."}
@@ -199,6 +217,8 @@ class Mapper:
             "transfers",
             "errors",
             "failures",
+            "classes",
+            "requests",
             "cohorts",
             "commands",
             "ended",
@@ -286,6 +306,11 @@ class Mapper:
         for payload in runs:
             if isinstance(payload, dict) and _text(payload.get("id")):
                 self._cohort(payload["id"], payload)
+        # The agents' delegate_task calls before the tasks they made: a task names its call.
+        for payload in turn_items:
+            is_call = isinstance(payload, dict) and payload.get("type") == "dynamic_tool"
+            if is_call and is_delegate_call(payload):
+                self.delegate_call(payload, None)
         # Tasks before native subagents and rosters: a roster entry may be a subagent's.
         for payload in sorted(
             (p for p in subagents if isinstance(p, dict)),
@@ -343,11 +368,12 @@ class Mapper:
             self._guard(self.transfer, payload)
         self._started_by, self._began_by = set(), set()
         self._importing, self._run_ends = False, {}
-        self.memory["errors"] = {
-            run_id: error
-            for run_id, error in self.memory["errors"].items()
-            if run_id in self.memory["runs"]
-        }
+        for section in ("errors", "classes"):
+            self.memory[section] = {
+                run_id: value
+                for run_id, value in self.memory[section].items()
+                if run_id in self.memory["runs"]
+            }
         # Texts of runs still under way stay; the others were used.
         self.memory["texts"] = {
             run_id: value
@@ -432,8 +458,18 @@ class Mapper:
             known["child"] = child
             if self._tasks_by_child is not None:
                 self._tasks_by_child.setdefault(child, set()).add(task_id)
-        if "told" not in known or known["told"] != known["child"]:
-            known["told"] = known["child"]
+        if "request" not in known:
+            known["request"] = self._request_of(task_id, p, known)
+            if known["request"] not in self.memory["requests"]:
+                # No call seen: one told later may still name it (its output), so what
+                # the delegation said is kept to tell it again, while the task is open.
+                known["said"] = [_text(p.get("title")), _text(p.get("prompt"))]
+        if (
+            "told" not in known
+            or known["told"] != known["child"]
+            or known.get("told_request") != known["request"]
+        ):
+            known["told"], known["told_request"] = known["child"], known["request"]
             self._delegated(task_id, p, known)
         status = p.get("status")
         mapped = TASK_STATUS.get(status)
@@ -450,6 +486,8 @@ class Mapper:
             self._delivery(task_id, p, known, occurred)
             return
         final = mapped in TERMINAL
+        if final:
+            known.pop("said", None)
         at = self._at(p.get("completedAt") if final else None, p.get("updatedAt"), occurred)
         if at is None:
             return
@@ -538,20 +576,25 @@ class Mapper:
             "prompt": p.get("prompt") if isinstance(p.get("prompt"), str) else None,
             "parent_run": known["run"],
             "mode": None if mode is None else ("wait" if mode else "async"),
+            "client_request_id": known.get("request"),
         }
         if data["mode"] is None and MODE_REQUIRED:
             data["mode"] = "async"
         # Told again, with the same `at`, once the child thread is known: the id with
         # the child extends the one without, so it sorts after it and wins the tie
-        # (contract §4) without moving the delegation's time.
+        # (contract §4) without moving the delegation's time. So is a call that names
+        # the task only after it was told.
         child = known["child"]
         suffix = ":child:" + event_id("", child).rsplit(":", 1)[1] if child else ""
+        if known.get("late_request"):
+            suffix += ":request:" + event_id("", known["request"]).rsplit(":", 1)[1]
         self._emit("task.delegated", (task_id,), known["at"], data, suffix=suffix)
 
     def _report(
         self, task_id: str, known: dict, status: str, at: str, *, key, told_as=None
     ) -> None:
         final = status in TERMINAL
+        error, failure_class = self._failure_of(known) if status == "failed" else (None, None)
         self._emit(
             "task.reported",
             key,
@@ -565,7 +608,8 @@ class Mapper:
                 # task its recovery cancelled it hands nothing, and says so (cause).
                 "delivery": "wake" if final and not known.get("cut") else None,
                 "cause": "restart" if final and known.get("cut") else None,
-                "error": self._failure_of(known) if status == "failed" else None,
+                "error": error,
+                "failure_class": failure_class,
                 # T3's own delivery record and its cohort's count then: evidence.
                 "delivery_record": known.get("record") if final else None,
                 "settled_deliveries": self.memory["cohorts"].get(known["run"]) if final else None,
@@ -573,17 +617,18 @@ class Mapper:
             told_as=told_as,
         )
 
-    def _failure_of(self, known: dict) -> str | None:
-        """T3's failure message for the task's result: its result run's error, else
-        (the result run not told yet) the child's last failed run's."""
+    def _failure_of(self, known: dict) -> tuple[str | None, str | None]:
+        """T3's failure message and class for the task's result: its result run's error,
+        else (the result run not told yet) the child's last failed run's. Memory kept
+        before classes were read holds `[thread, error]`: no class then."""
         failures = self.memory["failures"]
         if known["result_run"]:
             failure = failures.get(known["result_run"])
-            return failure[1] if failure else None
-        for thread, error in reversed(failures.values()):
-            if thread == known["child"]:
-                return error
-        return None
+            return (failure[1], _class_of(failure)) if failure else (None, None)
+        for failure in reversed(failures.values()):
+            if failure[0] == known["child"]:
+                return failure[1], _class_of(failure)
+        return None, None
 
     def native(self, p: dict, occurred: str | None) -> None:
         natives = self.memory["natives"]
@@ -981,11 +1026,14 @@ class Mapper:
             text = self._final_text(run_id)
             # T3 writes a failed run's error as an error turn item, not as its text.
             error = self.memory["errors"].pop(run_id, None)
+            failure_class = self.memory["classes"].pop(run_id, None)
+            if status != "failed":
+                failure_class = None
             if status == "failed" and error is None and text:
                 error = text
             if status == "failed" and error:
                 # Kept for the task's report: T3 writes the failure only on the run.
-                self.memory["failures"][run_id] = [thread, error]
+                self.memory["failures"][run_id] = [thread, error, failure_class]
                 _bound(self.memory["failures"], KEEP_ENDED)
             if not text.strip() and error is None and thread in self.memory["children"]:
                 # A task's run with no text: the result T3 hands for it (facts §4).
@@ -1001,6 +1049,7 @@ class Mapper:
                     "status": RUN_FINISHED.get(status, "cancelled"),
                     "summary": text or (error if status == "failed" else None) or "",
                     "error": error if status == "failed" else None,
+                    "failure_class": failure_class,
                     # Cut by a restart's recovery, not stopped by anyone (facts §7).
                     "cause": "restart" if restart and status == "cancelled" else None,
                 },
@@ -1118,14 +1167,129 @@ class Mapper:
             if message:
                 self.memory["errors"][run] = message
                 _bound(self.memory["errors"], KEEP_RUNS)
+            failure_class = _text(failure.get("class"))[:200]
+            if failure_class:
+                # T3's own kind of failure (a usage limit, a transport fault): the rules
+                # tell an account limit from a passing fault by it.
+                if failure_class not in FAILURE_CLASSES:
+                    self._unknown_value(f"failure.class:{failure_class}")
+                self.memory["classes"][run] = failure_class
+                _bound(self.memory["classes"], KEEP_RUNS)
         elif kind == "command_execution" and run:
             self.command(p, run, occurred)
+        elif kind == "dynamic_tool" and is_delegate_call(p):
+            self.delegate_call(p, occurred)
         elif kind == "assistant_message" and run in self.memory["runs"]:
             # A build that writes replies as items only: the item is the run's text.
             text = _text(p.get("text"))
             if text and run not in self.memory["texts"]:
                 self._text_of(run, _text(p.get("updatedAt")), text)
         self.activity(p, occurred)
+
+    def delegate_call(self, p: dict, occurred: str | None) -> None:
+        """An agent's `delegate_task` call (a `dynamic_tool` item of the parent's run):
+        `task.requested` when first seen, whether or not a task ever comes of it. Its
+        `client_request_id` is the agent's own `clientRequestId` (T3 keys the task's
+        command, and so the task id, by it), else the item's id; the task it made says
+        the same (`_request_of`), found by that key, by the call's output (`taskId`), or
+        as the open call of the same run with the task's title."""
+        item_key, thread = _text(p.get("id")), _text(p.get("threadId"))
+        if not item_key or not thread:
+            self._unknown_value("dynamic_tool.id")
+            return
+        arguments = _arguments(p.get("input"))
+        key = _text(arguments.get("clientRequestId"))[:500] or item_key
+        requests = self.memory["requests"]
+        request = requests.get(key)
+        if request is None:
+            at = self._at(p.get("startedAt"), p.get("createdAt"), p.get("updatedAt"), occurred)
+            if at is None:
+                return
+            title = _text(arguments.get("title"))[:500] or None
+            request = requests[key] = {
+                "thread": thread,
+                "run": _text(p.get("runId")) or None,
+                "title": title,
+                "task": None,
+            }
+            _bound(requests, KEEP_REQUESTS)
+            self._emit(
+                "task.requested",
+                (key,),
+                at,
+                {
+                    "parent_thread": thread,
+                    "parent_run": request["run"],
+                    "client_request_id": key,
+                    "title": title,
+                },
+            )
+        output = _arguments(p.get("output"))
+        named = output.get("taskId")
+        if request["task"] is None and not named and p.get("status") == "failed":
+            self._refused(p, request, key, output, occurred)
+        if request["task"] is None and isinstance(named, str) and named:
+            request["task"] = named
+            task = self.memory["tasks"].get(named)
+            if task is not None and task.get("request") != key and task.get("said"):
+                # Told before this call named it: told again, now with the call's id.
+                task["request"], task["late_request"] = key, 1
+                title, prompt = task.pop("said")
+                task["told_request"] = key
+                self._delegated(named, {"title": title, "prompt": prompt or None}, task)
+
+    def _refused(self, p: dict, request: dict, key: str, output: dict, occurred) -> None:
+        """A call that failed and named no task: T3 (or the provider) refused it, and
+        no task will come of it (`tool.rejected`, once). T3's refusal is its MCP failure
+        `{code, message}`; Codex stores a failed call's `{error: message}`."""
+        if request.get("refused"):
+            return
+        at = self._at(p.get("completedAt"), p.get("updatedAt"), occurred)
+        if at is None:
+            return
+        error = output.get("error")
+        nested = error if isinstance(error, dict) else {}
+        code = _first_text(output.get("code"), nested.get("code")) or "failed"
+        message = _first_text(
+            output.get("message"), nested.get("message"), error if isinstance(error, str) else None
+        )
+        request["refused"] = 1
+        self._emit(
+            "tool.rejected",
+            (key,),
+            at,
+            {
+                "thread": request["thread"],
+                "tool": DELEGATE_TOOL,
+                "code": code[:200],
+                "message": message or "delegate_task failed without a task.",
+            },
+        )
+
+    def _request_of(self, task_id: str, p: dict, known: dict) -> str | None:
+        """The `client_request_id` of the call that made this task, if any is known."""
+        requests = self.memory["requests"]
+        key = request_key(task_id)
+        if key is not None and key in requests:
+            requests[key]["task"] = task_id
+            return key
+        for other, request in requests.items():
+            if request["task"] == task_id:
+                return other
+        title = _text(p.get("title")) or None
+        for other, request in requests.items():
+            if (
+                request["task"] is None
+                and not request.get("refused")
+                and request["thread"] == known["parent"]
+                and request["run"] == known["run"]
+                and request["title"] == title
+            ):
+                request["task"] = task_id
+                return other
+        # No call seen (a build that writes none, or a command sent by a client): the
+        # agent's key T3 made the task id from, when it was made by the agents' tool.
+        return key
 
     def command(self, p: dict, run: str, occurred: str | None) -> None:
         """A command item of a run is background work when it outlives the run: T3 (and
@@ -1431,6 +1595,40 @@ def legacy_notification(p: dict) -> dict | None:
     return {"source": source, "outcome": outcome, "summary": text}
 
 
+def is_delegate_call(p: dict) -> bool:
+    """Is this `dynamic_tool` item a call of the agents' `delegate_task`?"""
+    name = _text(p.get("toolName"))
+    return bool(name) and TOOL_NAME_PARTS.split(name)[-1] == DELEGATE_TOOL
+
+
+def request_key(task_id: str) -> str | None:
+    """The agent's `clientRequestId` an MCP-made task's id carries: T3 names the task
+    `node:delegated-task:<command>` (each part encoded, facts §8), the command
+    `command:mcp:<session>:delegate-task:<key>`; without one from the agent the key is
+    T3's own UUID. None for a task a client's command made."""
+    prefix = "node:delegated-task:"
+    if not task_id.startswith(prefix):
+        return None
+    parts = unquote(task_id[len(prefix) :]).split(":")
+    if len(parts) < 5 or parts[:2] != ["command", "mcp"] or parts[3] != "delegate-task":
+        return None
+    return unquote(parts[4])[:500] or None
+
+
+def _arguments(value: Any) -> dict:
+    """A tool call's input or output as an object (providers store either, some as
+    JSON text)."""
+    if isinstance(value, str):
+        value = decoded(value)
+    if isinstance(value, list):
+        # An MCP result's content blocks: the first whose text is a JSON object.
+        for block in value:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(decoded(text) if isinstance(text, str) else None, dict):
+                return decoded(text)
+    return value if isinstance(value, dict) else {}
+
+
 def _waits(p: dict) -> bool | None:
     """Whether the task's result goes back in the delegating call, when a field says so:
     a `mode`, or the parent-wake policy (`settled_only` is wait-mode delegation's)."""
@@ -1451,6 +1649,10 @@ def _item_kind(kind: str, source: dict) -> str:
     if kind == "subagent" or source.get("work") == "subagent":
         return "subagent"
     return "other"
+
+
+def _class_of(failure: list) -> str | None:
+    return failure[2] if len(failure) > 2 else None
 
 
 def _bound(mapping: dict, limit: int) -> None:
