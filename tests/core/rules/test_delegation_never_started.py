@@ -2,6 +2,10 @@
 within spawn_timeout (issue 31)."""
 
 from dataclasses import replace
+from datetime import timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from supervisor.core.rules import delegation_never_started as rule
 
@@ -112,3 +116,82 @@ def test_no_due_time_once_answered():
 def test_spawn_timeout_is_a_setting():
     short = replace(SETTINGS, spawn_timeout=10)
     assert subjects(rule.findings(snapshot(request(when=0)), short, at(10))) == [PARENT]
+
+
+# --- properties over any mix of requests, delegations and refusals --------------------
+
+THREADS = (PARENT, "thread:b")
+IDS = ("req-1", "req-2", "req-3")
+
+
+@st.composite
+def histories(draw):
+    """Requests (some sent again), tasks delegated for some of them (perhaps from
+    another thread) and refusals, at times within a few spawn timeouts."""
+    when = st.integers(0, 600)
+    requests = [
+        request(rid, id=f"q{n}", thread=draw(st.sampled_from(THREADS)), when=draw(when))
+        for n, rid in enumerate(draw(st.lists(st.sampled_from(IDS), max_size=6)))
+    ]
+    tasks = [
+        task(f"task:{n}", parent=draw(st.sampled_from(THREADS)), client_request_id=rid)
+        for n, rid in enumerate(draw(st.lists(st.sampled_from(IDS), max_size=3)))
+    ]
+    refusals = [
+        rejection(f"x{n}", thread=draw(st.sampled_from(THREADS)), when=draw(when))
+        for n in range(draw(st.integers(0, 2)))
+    ]
+    return snapshot(*requests, *tasks, *refusals)
+
+
+def expected(snap, now):
+    """The raise condition read plainly: a thread with a request id whose first request
+    is spawn_timeout old, that no delegation from the thread and no refusal on the
+    thread at or after that first request answers."""
+    hung = set()
+    for (thread, rid), first in rule.first_requests(snap).items():
+        delegated = any(
+            t.parent_thread == thread and t.client_request_id == rid for t in snap.tasks.values()
+        )
+        refused = any(r.thread == thread and r.at >= first.at for r in snap.rejections)
+        if not delegated and not refused and first.at + timedelta(seconds=120) <= now:
+            hung.add(thread)
+    return sorted(hung)
+
+
+@given(histories(), st.integers(0, 900))
+def test_open_exactly_where_a_request_hangs(snap, seconds):
+    now = at(seconds)
+    assert subjects(rule.findings(snap, SETTINGS, now)) == expected(snap, now)
+
+
+@given(histories(), st.integers(0, 900))
+def test_findings_change_only_at_due_times(snap, seconds):
+    # Between now and the next due time nothing changes; at it, its thread opens.
+    now = at(seconds)
+    due = rule.due_times(snap, SETTINGS, now)
+    assert all(when > now for when in due.values())
+    before = {
+        (f.subject_id, tuple(f.evidence["events"])) for f in rule.findings(snap, SETTINGS, now)
+    }
+    nxt = min(due.values(), default=at(100_000))
+    just_before = nxt - timedelta(microseconds=1)
+    still = {
+        (f.subject_id, tuple(f.evidence["events"]))
+        for f in rule.findings(snap, SETTINGS, just_before)
+    }
+    assert still == before
+    for (_, thread), when in due.items():
+        if when == nxt:
+            assert thread in subjects(rule.findings(snap, SETTINGS, nxt))
+
+
+@given(histories(), st.integers(0, 900))
+def test_arrival_order_of_the_views_does_not_matter(snap, seconds):
+    now = at(seconds)
+    turned = snapshot(*reversed(snap.requests), *snap.tasks.values(), *snap.rejections[::-1])
+    assert rule.findings(turned, SETTINGS, now) == rule.findings(snap, SETTINGS, now)
+    assert [f.evidence for f in rule.findings(turned, SETTINGS, now)] == [
+        f.evidence for f in rule.findings(snap, SETTINGS, now)
+    ]
+    assert rule.due_times(turned, SETTINGS, now) == rule.due_times(snap, SETTINGS, now)
