@@ -20,6 +20,9 @@ Definitions, per known task T (contract §4 for the words in quotes):
 - never_delivered open (a starved delivery): T has a stored Flag of that kind, state
   open: a terminal result that nothing will bring to the parent (a completion wake
   capped away, T3 #12285; a `wait` call that died).
+- delegation never started open (issue 31): threads with a stored delegation_never_started
+  Flag, state open: a parent asked to delegate a task and no child was ever made. A
+  thread's count, not a task's: no task exists, so it has no share of tasks seen.
 - later result delay: for each owned finished run of T with an ordinal higher than T's
   result run, whose summary "reached" the parent (`ownership.reaching_wake`): the
   seconds from that run's `finished_at` to the `queued_at` of the first wake carrying
@@ -66,6 +69,17 @@ class TaskRef:
         return {"namespace": self.namespace, "task": self.task}
 
 
+@dataclass(frozen=True, order=True)
+class ThreadRef:
+    """A thread across namespaces."""
+
+    namespace: str
+    thread: str
+
+    def as_json(self) -> dict:
+        return {"namespace": self.namespace, "thread": self.thread}
+
+
 @dataclass
 class AuditReport:
     namespaces: list[str] = field(default_factory=list)
@@ -74,6 +88,7 @@ class AuditReport:
     handed_earlier_text: list[TaskRef] = field(default_factory=list)
     undelivered_result_open: list[TaskRef] = field(default_factory=list)
     never_delivered_open: list[TaskRef] = field(default_factory=list)
+    never_started_open: list[ThreadRef] = field(default_factory=list)
     # Seconds from a later result's run end to the first wake carrying it to the parent.
     later_result_delays: list[float] = field(default_factory=list)
 
@@ -111,6 +126,7 @@ class AuditReport:
             ("later results that reached the parent", str(len(self.later_result_delays)), ""),
             ("  delay, median (s)", seconds(self.delay_median), ""),
             ("  delay, p90 nearest rank (s)", seconds(self.delay_p90), ""),
+            ("delegation_never_started open (threads)", str(len(self.never_started_open)), ""),
         ]
 
     def as_json(self) -> dict:
@@ -134,6 +150,10 @@ class AuditReport:
                 "median_s": self.delay_median,
                 "p90_s": self.delay_p90,
             },
+            "never_started_open": {
+                "count": len(self.never_started_open),
+                "threads": [ref.as_json() for ref in self.never_started_open],
+            },
         }
 
 
@@ -153,6 +173,15 @@ def audit(namespace_ids: list[int] | None = None) -> AuditReport:
     report.handed_earlier_text.sort()
     report.undelivered_result_open = _open_on_tasks(audited, "undelivered_result")
     report.never_delivered_open = _open_on_tasks(audited, "never_delivered")
+    report.never_started_open = sorted(
+        ThreadRef(name, subject)
+        for name, subject in Flag.objects.filter(
+            namespace_id__in=audited,
+            state=Flag.OPEN,
+            kind="delegation_never_started",
+            subject_type="thread",
+        ).values_list("namespace__name", "subject_id")
+    )
     return report
 
 

@@ -37,6 +37,9 @@ MEANINGS = [
     "later results that reached the parent: results of the task's runs after its result "
     "run that a wake carried to the parent; the delays are from the run's end to that "
     "wake being queued (median; p90 by nearest rank).",
+    "delegation_never_started open (threads): parent threads with a "
+    "delegation_never_started flag open now: a delegation was asked for and no child was "
+    "ever made (a hung delegate call); counted by thread, with no share of tasks seen.",
     "share of tasks seen: the count divided by tasks seen.",
 ]
 

@@ -6,7 +6,7 @@ timelines of the tasks in `history`, each of which says what it is there to show
 
 import io
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -17,6 +17,7 @@ from supervisor.core.ingest import apply_events
 from supervisor.core.models import Flag
 from supervisor.core.sources import do_create_source
 from supervisor.ops import report as reporting
+from tests.conftest import OWN_SCENARIOS, load_scenario
 from tests.factories import BASE, at, task_events
 
 pytestmark = pytest.mark.django_db
@@ -212,6 +213,7 @@ EXPECTED_ROWS = [
     ("later results that reached the parent", "6", ""),
     ("  delay, median (s)", "25.0", ""),
     ("  delay, p90 nearest rank (s)", "600.0", ""),
+    ("delegation_never_started open (threads)", "0", ""),
 ]
 
 
@@ -256,6 +258,7 @@ def test_an_empty_store_gives_zeros_and_no_shares(db):
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
+        "never_started_open": {"count": 0, "threads": []},
     }
 
 
@@ -290,6 +293,7 @@ def test_the_command_prints_one_json_object(audited):
         },
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 6, "median_s": 25.0, "p90_s": 600.0},
+        "never_started_open": {"count": 0, "threads": []},
     }
 
 
@@ -306,6 +310,7 @@ def test_the_command_prints_an_aligned_table(audited):
         "later results that reached the parent                 6",
         "  delay, median (s)                                25.0",
         "  delay, p90 nearest rank (s)                     600.0",
+        "delegation_never_started open (threads)               0",
     ]
 
 
@@ -324,6 +329,7 @@ def test_the_command_audits_all_namespaces_or_the_one_named(audited):
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
+        "never_started_open": {"count": 0, "threads": []},
     }
     assert json.loads(report("--json", "--namespace", NS))["tasks_seen"] == 12
 
@@ -342,3 +348,17 @@ def test_the_table_says_what_each_count_means(audited):
         assert any(line.startswith(f"- {label}") for line in legend.splitlines()), label
     # The gap finalization is seed 000's narrow measure, not the stale_result flag.
     assert "stale_result" in legend
+
+
+def test_the_report_lists_the_threads_whose_delegation_never_started(source):
+    # issue 31: a thread flag, counted by thread.
+    (path,) = [p for p in OWN_SCENARIOS if p.stem == "delegation-never-started"]
+    scenario = load_scenario(path)
+    apply_events(source, scenario["events"])
+    evaluate(source.namespace_id, datetime.fromisoformat(scenario["until"]))
+    found = json.loads(report("--json"))["never_started_open"]
+    assert found == {
+        "count": 1,
+        "threads": [{"namespace": source.namespace.name, "thread": "thread:dns-lead"}],
+    }
+    assert "delegation_never_started open (threads)               1" in report()
