@@ -281,7 +281,8 @@ def broken_event(draw):
     if reason == "long id":
         return {**event, "id": "z" * draw(st.integers(201, 5000))}
     if reason == "long data id":
-        key = next(k for k in ("thread", "task", "run", "wake", "item") if k in event["data"])
+        ids = ("thread", "task", "run", "wake", "item", "parent_thread", "client_request_id")
+        key = next(k for k in ids if k in event["data"])
         return _set(event, ("data", key), "z" * draw(st.integers(501, 5000)))
     if reason == "missing field":
         field = draw(st.sampled_from(["id", "type", "at", "data"]))
