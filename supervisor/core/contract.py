@@ -222,6 +222,16 @@ class ToolRejected(Data):
     caller: Literal["root", "native_subagent", "self_started_turn"] | None = None
 
 
+class TaskRequested(Data):
+    """A compatible extension (issue 31): a parent asked to delegate a task and no child
+    exists yet; the `task.delegated` with the same `client_request_id` says one does."""
+
+    parent_thread: Id
+    client_request_id: Id
+    parent_run: Id | None = None
+    title: Text = None
+
+
 DATA_BY_TYPE: dict[str, type[Data]] = {
     "thread.seen": ThreadSeen,
     "task.delegated": TaskDelegated,
@@ -235,6 +245,7 @@ DATA_BY_TYPE: dict[str, type[Data]] = {
     "wake.queued": WakeQueued,
     "wake.delivered": WakeDelivered,
     "tool.rejected": ToolRejected,
+    "task.requested": TaskRequested,
 }
 
 

@@ -205,6 +205,20 @@ CATALOGUE = {
             BY_EVENTS,
         ),
         _kind(
+            "delegation_never_started",
+            {THREAD},
+            WARNING,
+            "Delegation never started",
+            "The parent asked to delegate a task, and no child was made for it: no "
+            "delegation with its request id and no refusal followed within the spawn "
+            "timeout. The delegate call hangs, and the parent may wait on it for hours.",
+            "Look at the parent's orchestrator: stop the hung call and ask for the task "
+            "again, or tell the parent that it was never delegated (then resolve this "
+            "with that reason).",
+            LOOK,
+            BY_EVENTS,
+        ),
+        _kind(
             "source_silent",
             {SOURCE},
             WARNING,

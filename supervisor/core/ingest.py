@@ -36,6 +36,7 @@ from .models import (
     Source,
     Task,
     TaskReport,
+    TaskRequest,
     Thread,
     ToolRejection,
     Wake,
@@ -256,6 +257,7 @@ NAMES: dict[str, tuple[tuple[str, str], ...]] = {
     "wake.queued": (("wake", "wake"), ("thread", "thread")),
     "wake.delivered": (("wake", "wake"),),
     "tool.rejected": (("thread", "thread"),),
+    "task.requested": (("thread", "parent_thread"),),
 }
 
 
@@ -299,6 +301,7 @@ class Mirror:
         self.loaded: dict[tuple[str, str], dict] = {}
         self.reports: list[tuple[str, Event]] = []
         self.rejections: list[Event] = []
+        self.requests: list[Event] = []
         self.environments: dict[str, datetime] = {}
         self.touched_tasks: set[str] = set()
         self.touched_threads: set[str] = set()
@@ -489,6 +492,12 @@ class Mirror:
         self._thread(data.thread)
         self.rejections.append(event)
 
+    def _task_requested(self, event, data):
+        # The parent thread is the subject: touching it has it judged now, and its due
+        # time (the request's `spawn_timeout`) has the sweep look at it again.
+        self._thread(data.parent_thread)
+        self.requests.append(event)
+
     def _write(self) -> None:
         # Detection bookkeeping (the evaluation job and the sweep start from these),
         # written with the rows themselves where the batch holds them.
@@ -597,6 +606,34 @@ class Mirror:
                     e.env,
                 )
                 for e in self.rejections
+            ],
+        )
+        insert_rows(
+            TaskRequest,
+            [
+                "namespace_id",
+                "parent_thread_id",
+                "source_id",
+                "event_id",
+                "at",
+                "client_request_id",
+                "parent_run",
+                "title",
+                "env",
+            ],
+            [
+                (
+                    ns,
+                    thread_ids[e.data.parent_thread],
+                    source_id,
+                    e.id,
+                    e.at,
+                    e.data.client_request_id,
+                    e.data.parent_run,
+                    e.data.title,
+                    e.env,
+                )
+                for e in self.requests
             ],
         )
         # Subjects named without their row in the batch (a wake's source task, say).

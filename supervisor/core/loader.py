@@ -12,11 +12,21 @@ from django.db import connection
 from django.db.models import Q
 
 from . import any_of  # noqa: F401  (registers the lookup)
-from .models import BackgroundItem, Run, Task, TaskReport, Thread, ToolRejection, Wake
+from .models import (
+    BackgroundItem,
+    Run,
+    Task,
+    TaskReport,
+    TaskRequest,
+    Thread,
+    ToolRejection,
+    Wake,
+)
 from .snapshot import (
     ItemView,
     RejectionView,
     ReportView,
+    RequestView,
     RunView,
     Snapshot,
     TaskView,
@@ -129,6 +139,12 @@ REJECTION_COLUMNS = {
     **{name: name for name in ("tool", "code", "message", "caller", "at")},
 }
 
+REQUEST_COLUMNS = {
+    "event_id": "event_id",
+    "parent_thread": "parent_thread_id",
+    **{name: name for name in ("client_request_id", "at", "parent_run", "title")},
+}
+
 
 def _rows(model, where: Q, columns: dict, *extra: str) -> list[dict]:
     names = [*extra, *columns]
@@ -159,7 +175,7 @@ def _name_threads(*row_lists: list[dict]) -> None:
 def load_namespace(namespace_id: int) -> Snapshot:
     """Everything known in a namespace; a handful of queries whatever its size."""
     ns = Q(namespace_id=namespace_id)
-    snap = _load(tasks=ns, runs=ns, items=ns, wakes=ns, rejections=ns)
+    snap = _load(tasks=ns, runs=ns, items=ns, wakes=ns, rejections=ns, requests=ns)
     snap.threads = set(
         Thread.objects.filter(namespace_id=namespace_id).values_list("thread_id", flat=True)
     )
@@ -229,10 +245,18 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # Tasks that never named their child thread, by the thread of their first run.
     unnamed_here = first_run_tasks(namespace_id, children | named_threads)
     unnamed_children = set()
+    # A thread's task requests, and the tasks delegated from it that answer them (the
+    # same request id): delegation_never_started.
+    requested = set(
+        TaskRequest.objects.filter(ns, parent_thread_id__any_of=threads).values_list(
+            "client_request_id", flat=True
+        )
+    )
     for where in (
         Q(task_id__any_of=task_ids | {task for task, _ in named if task} | unnamed_here),
         Q(parent_thread_id__any_of=children),
         Q(child_thread_id__any_of=children | named_threads),
+        Q(parent_thread_id__any_of=threads, client_request_id__any_of=requested),
     ):
         for pk, task_id, child in Task.objects.filter(ns, where).values_list(
             "pk", "task_id", "child_thread_id"
@@ -248,6 +272,7 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         items=Q(thread_id__any_of=children),
         wakes=Q(pk__any_of=wakes),
         rejections=Q(thread_id__any_of=threads),
+        requests=Q(parent_thread_id__any_of=threads),
     )
     snap.threads = set(thread_ids) | {
         name for t in snap.tasks.values() for name in (t.parent_thread, t.child_thread) if name
@@ -311,7 +336,15 @@ def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tupl
     return found
 
 
-def _load(*, tasks: Q, runs: Q, items: Q | None, wakes: Q, rejections: Q | None) -> Snapshot:
+def _load(
+    *,
+    tasks: Q,
+    runs: Q,
+    items: Q | None,
+    wakes: Q,
+    rejections: Q | None,
+    requests: Q | None = None,
+) -> Snapshot:
     snap = Snapshot()
     task_rows = _rows(Task, tasks, TASK_COLUMNS, "pk")
     run_rows = _rows(Run, runs, RUN_COLUMNS)
@@ -320,7 +353,8 @@ def _load(*, tasks: Q, runs: Q, items: Q | None, wakes: Q, rejections: Q | None)
     rejection_rows = (
         _rows(ToolRejection, rejections, REJECTION_COLUMNS) if rejections is not None else []
     )
-    _name_threads(task_rows, run_rows, item_rows, wake_rows, rejection_rows)
+    request_rows = _rows(TaskRequest, requests, REQUEST_COLUMNS) if requests is not None else []
+    _name_threads(task_rows, run_rows, item_rows, wake_rows, rejection_rows, request_rows)
     reports = defaultdict(list)
     for task_pk, *values in TaskReport.objects.filter(
         task_id__any_of=[row["pk"] for row in task_rows]
@@ -334,4 +368,5 @@ def _load(*, tasks: Q, runs: Q, items: Q | None, wakes: Q, rejections: Q | None)
     snap.items = {row["id"]: ItemView(**row) for row in item_rows}
     snap.wakes = {row["id"]: WakeView(**row) for row in wake_rows}
     snap.rejections = [RejectionView(**row) for row in rejection_rows]
+    snap.requests = [RequestView(**row) for row in request_rows]
     return snap

@@ -300,6 +300,27 @@ class ToolRejection(models.Model):
         ]
 
 
+class TaskRequest(models.Model):
+    """One `task.requested` event (issue 31): a parent asked to delegate a task, with the
+    id its `task.delegated` will carry. Kept per event, as rejections are: duplicates
+    share a (source, event id), and the rule reads the earliest of a request id."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    parent_thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="requests")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    event_id = models.CharField(max_length=200)
+    at = models.DateTimeField()
+    client_request_id = models.CharField(max_length=500)
+    parent_run = models.CharField(max_length=500, null=True)
+    title = models.TextField(null=True)
+    env = models.CharField(max_length=200, null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "event_id"], name="task_request_unique")
+        ]
+
+
 class IngestedEvent(models.Model):
     """Every accepted event, raw, once per (source, id): the first one wins."""
 

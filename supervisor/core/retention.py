@@ -11,8 +11,9 @@ What is never pruned, whatever its age (each is still needed, or nothing else ha
 
 Events past their retention lose the duplicate check their row gave: a resent one is
 taken again, and applying it again changes nothing (entity rows keep the description
-with the later `at`, then greater id: the same event ties; reports and tool
-rejections, which keep their ids, still count it a duplicate). See docs/operations.md.
+with the later `at`, then greater id: the same event ties; reports, tool rejections
+and task requests, which keep their ids, still count it a duplicate). See
+docs/operations.md.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from django.db.models import Q, QuerySet
 
 from . import changes
 from .changes import ChangeKind
-from .models import Action, Change, DeadLetter, Flag, IngestedEvent, TaskReport, ToolRejection
+from .models import (
+    Action,
+    Change,
+    DeadLetter,
+    Flag,
+    IngestedEvent,
+    TaskReport,
+    TaskRequest,
+    ToolRejection,
+)
 
 log = logging.getLogger(__name__)
 
@@ -167,10 +177,15 @@ def _record(counts: dict[str, int], now: datetime) -> None:
 
 
 def known_event_ids(source, events: list) -> set[str]:
-    """Ids of `source`'s events whose rows were pruned but whose reports or tool
-    rejections remain (they keep their event's id): a resend of one is a duplicate."""
+    """Ids of `source`'s events whose rows were pruned but whose reports, tool
+    rejections or task requests remain (they keep their event's id): a resend of one
+    is a duplicate."""
     found: set[str] = set()
-    for model, kind in ((TaskReport, "task.reported"), (ToolRejection, "tool.rejected")):
+    for model, kind in (
+        (TaskReport, "task.reported"),
+        (ToolRejection, "tool.rejected"),
+        (TaskRequest, "task.requested"),
+    ):
         ids = [e.id for e in events if e.type == kind]
         for start in range(0, len(ids), 500):
             found.update(

@@ -25,6 +25,7 @@ class DetectionSettings:
     wake_start_timeout: float = 120
     dispatch_lag: float = 5
     source_silence: float = 900
+    spawn_timeout: float = 120
 
     @classmethod
     def from_overrides(cls, *overrides: dict | None) -> DetectionSettings:
@@ -168,6 +169,18 @@ class RejectionView:
 
 
 @dataclass(frozen=True)
+class RequestView:
+    """One `task.requested` event: a parent asked to delegate a task (issue 31)."""
+
+    event_id: str
+    parent_thread: str
+    client_request_id: str
+    at: datetime
+    parent_run: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
     """A rule's conclusion: `kind` should be open on this subject now, because of `evidence`.
 
@@ -190,6 +203,7 @@ class Snapshot:
     items: dict[str, ItemView] = field(default_factory=dict)
     wakes: dict[str, WakeView] = field(default_factory=dict)
     rejections: list[RejectionView] = field(default_factory=list)
+    requests: list[RequestView] = field(default_factory=list)
     threads: set[str] = field(default_factory=set)
     # The task ids whose flags are being decided (None: all): the rules judge these and
     # read the rest, which a snapshot loads only as their context.

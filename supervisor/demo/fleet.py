@@ -44,6 +44,7 @@ FAILURES = (
     "late_wake",  # the result's wake waits on a busy parent run past `wake_timeout`
     "never_delivered",  # completed; no wake ever comes while the parent idles (T3 #12285)
     "left_by_restart",  # the orchestrator's restart cuts the child's run (T3 #7314)
+    "delegation_never_started",  # a delegate call hangs before any child exists (Codex #24951)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -84,6 +85,9 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # Its child's run is cut by a restart (`cause: "restart"`) while it is reported
     # running; nothing owned happens after, so `stuck` follows `stuck_after` later.
     "left_by_restart": ("left_by_restart", "stuck"),
+    # The task itself is healthy: it is the parent's second try. Its first request hung
+    # with no child and flags the parent thread (PARENT_THREAD_FLAGS).
+    "delegation_never_started": (),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -93,6 +97,10 @@ PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
 }
 # Flags on the failing task's child thread.
 THREAD_FLAGS: dict[str, tuple[str, ...]] = {"parent_not_active": ("delegation_rejected",)}
+# Flags on the failing task's parent thread.
+PARENT_THREAD_FLAGS: dict[str, tuple[str, ...]] = {
+    "delegation_never_started": ("delegation_never_started",)
+}
 # Failures that take two delegations (the first of the pair is healthy).
 PAIRED = frozenset({"serialized_wait", "duplicate_delegation"})
 # Failures that need the child on another environment.
@@ -113,6 +121,7 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "transient_failure",
     "parent_not_active",
     "serialized_wait",
+    "delegation_never_started",
 )
 DEMO_DETECTION = {
     "delivery_grace": 20,
@@ -122,6 +131,7 @@ DEMO_DETECTION = {
     "wake_start_timeout": 90,
     "dispatch_lag": 5,
     "source_silence": 45,
+    "spawn_timeout": 30,
 }
 DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
 DEMO_RATE = 3.0  # delegations per minute
@@ -736,6 +746,9 @@ class Fleet:
         requested_at = None
         if requested_lag is not None:
             requested_at = stamp(self.at(self.now - requested_lag, env))
+        request_id = f"{self.tag}-req-{number}"
+        # The parent's ask first (issue 31), then the delegation that answers it.
+        self._request_task(parent, parent_run, request_id, task.title, env)
         self._emit(
             "task.delegated",
             env,
@@ -745,7 +758,7 @@ class Fleet:
             title=task.title,
             mode=mode,
             prompt=task.prompt,
-            client_request_id=f"{self.tag}-req-{number}",
+            client_request_id=request_id,
             parent_run=parent_run,
             target_env=child_env if child_env != env else None,
             requested_at=requested_at,
@@ -765,6 +778,19 @@ class Fleet:
         yield 0.05
         self._start_run(child, run)
         return task, run
+
+    def _request_task(
+        self, parent: str, parent_run: str | None, request_id: str, title: str, env: str
+    ) -> None:
+        """`task.requested`: the parent asked to delegate a task; no child exists yet."""
+        self._emit(
+            "task.requested",
+            env,
+            parent_thread=parent,
+            parent_run=parent_run,
+            client_request_id=request_id,
+            title=title,
+        )
 
     def _hand_to_parent(
         self, task: FleetTask, summary: str, outcome: str, *, named_task: str | None = None
@@ -878,6 +904,8 @@ class Fleet:
         if plan.failure == "duplicate_delegation":
             yield from self._duplicate(plan, work, ref, prun)
             return
+        if plan.failure == "delegation_never_started":
+            yield from self._never_started(plan, work, ref, prun)
         child_env = plan.remote or ORIGIN_ENV
         task, run = yield from self._delegate(
             work,
@@ -908,6 +936,7 @@ class Fleet:
             "late_wake": self._late_wake,
             "never_delivered": self._never_delivered,
             "left_by_restart": self._left_by_restart,
+            "delegation_never_started": self._simple,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1341,6 +1370,20 @@ class Fleet:
         text = f"{final} (The background agent could not delegate: parent_not_active.)"
         self._finish_run(child, run2, "completed", text)
         yield from self._complete(task, run2, text)
+
+    def _never_started(self, plan: _Plan, work: Work, ref: str, prun: str):
+        """Codex #24951: the parent's delegate call hangs before any child exists; no
+        delegation and no refusal ever answers its request. After a while the parent asks
+        again, under a new request id, and that delegation goes through (the episode's
+        task, which goes on as a healthy one)."""
+        parent = plan.parent
+        number = next(self._task_numbers)
+        self.thread_flags[parent] = sorted(PARENT_THREAD_FLAGS["delegation_never_started"])
+        self._request_task(
+            parent, prun, f"{self.tag}-req-{number}-hung", work.title.format(ref=ref), ORIGIN_ENV
+        )
+        self._falls_due(self.now + self.settings.spawn_timeout)
+        yield self._span(5, 30)
 
     def _serialized_wait(self, plan: _Plan, work: Work, ref: str, prun: str):
         """Seed 003: two wait calls emitted together; the second reaches the orchestrator

@@ -31,6 +31,7 @@ from supervisor.core.models import (
     Run,
     Task,
     TaskReport,
+    TaskRequest,
     Thread,
     ToolRejection,
     Wake,
@@ -140,6 +141,7 @@ def valid_event(draw):
                 "background.started",
                 "wake.queued",
                 "tool.rejected",
+                "task.requested",
             ]
         )
     )
@@ -177,6 +179,12 @@ def valid_event(draw):
             "outcome": "completed",
         },
         "tool.rejected": {"thread": thread, "tool": "x" * 200, "code": text[:200], "message": text},
+        "task.requested": {
+            "parent_thread": thread,
+            "client_request_id": entity,
+            "parent_run": other,
+            "title": text,
+        },
     }[kind]
     if draw(st.booleans()):
         # Unknown fields are ignored, whatever they hold, and kept with the event.
@@ -273,7 +281,8 @@ def broken_event(draw):
     if reason == "long id":
         return {**event, "id": "z" * draw(st.integers(201, 5000))}
     if reason == "long data id":
-        key = next(k for k in ("thread", "task", "run", "wake", "item") if k in event["data"])
+        ids = ("thread", "task", "run", "wake", "item", "parent_thread", "client_request_id")
+        key = next(k for k in ids if k in event["data"])
         return _set(event, ("data", key), "z" * draw(st.integers(501, 5000)))
     if reason == "missing field":
         field = draw(st.sampled_from(["id", "type", "at", "data"]))
@@ -384,7 +393,17 @@ def batch(draw):
 
 # --- the state a namespace ends with ---------------------------------------------------
 
-MIRRORED = [Thread, Task, Run, BackgroundItem, Wake, TaskReport, ToolRejection, Environment]
+MIRRORED = [
+    Thread,
+    Task,
+    Run,
+    BackgroundItem,
+    Wake,
+    TaskReport,
+    ToolRejection,
+    TaskRequest,
+    Environment,
+]
 # When a row was written or judged, not what the events said.
 NOT_STATE = {"id", "namespace", "source", "last_event_at", "evaluated_at", "next_check_at"}
 

@@ -278,3 +278,51 @@ def test_a_delegation_may_leave_the_mode_out(client, source):
     response = post(client, source.token, {"events": [event]})
     assert response.json() == {"accepted": 1, "duplicates": 0, "rejected": []}
     assert Task.objects.get(task_id="task:1").mode is None
+
+
+def requested(event_id="q1", **data):
+    return {
+        "id": event_id,
+        "type": "task.requested",
+        "at": "2026-11-05T22:39:59Z",
+        "data": {"parent_thread": "thread:p", "client_request_id": "req-1", **data},
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"client_request_id": None}, "data.client_request_id: Input should be a valid string"),
+        ({"client_request_id": ""}, "data.client_request_id: String should have at least 1"),
+        ({"client_request_id": "r" * 501}, "data.client_request_id: String should have at most"),
+        ({"parent_thread": 7}, "data.parent_thread: Input should be a valid string"),
+        ({"parent_run": ""}, "data.parent_run: String should have at least 1"),
+        ({"title": ["a"]}, "data.title: Input should be a valid string"),
+    ],
+    ids=[
+        "no-request-id",
+        "empty-request-id",
+        "long-request-id",
+        "bad-parent",
+        "empty-run",
+        "bad-title",
+    ],
+)
+def test_a_broken_task_request_is_rejected_naming_its_field(client, source, data, message):
+    # issue 31: task.requested is validated as the other types are.
+    body = post(client, source.token, {"events": [requested(**data)]}).json()
+    assert body["accepted"] == 0
+    assert message in body["rejected"][0]["error"], body
+
+
+@pytest.mark.django_db
+def test_a_task_request_is_kept_once_whatever_is_sent_again(client, source):
+    from supervisor.core.models import TaskRequest
+
+    event = requested(parent_run="run:p1", title="Port")
+    assert post(client, source.token, {"events": [event, event]}).json()["accepted"] == 1
+    assert post(client, source.token, {"events": [event]}).json()["duplicates"] == 1
+    (row,) = TaskRequest.objects.all()
+    assert (row.parent_thread.thread_id, row.client_request_id) == ("thread:p", "req-1")
+    assert (row.parent_run, row.title, row.event_id) == ("run:p1", "Port", "q1")

@@ -13,6 +13,7 @@ from supervisor.core.snapshot import (
     ItemView,
     RejectionView,
     ReportView,
+    RequestView,
     RunView,
     Snapshot,
     TaskView,
@@ -174,6 +175,26 @@ def rejection(
     )
 
 
+def request(
+    request_id: str = "req-1",
+    *,
+    id: str | None = None,
+    thread: str = PARENT,
+    when: float = 0,
+    title: str | None = None,
+    parent_run: str | None = None,
+) -> RequestView:
+    """A `task.requested` on `thread` (issue 31): its client request id is `request_id`."""
+    return RequestView(
+        event_id=id or f"{request_id}/requested@{when:g}",
+        parent_thread=thread,
+        client_request_id=request_id,
+        at=at(when),
+        parent_run=parent_run,
+        title=title,
+    )
+
+
 def snapshot(*views) -> Snapshot:
     snap = Snapshot()
     for view in views:
@@ -187,6 +208,8 @@ def snapshot(*views) -> Snapshot:
             snap.wakes[view.id] = view
         elif isinstance(view, RejectionView):
             snap.rejections.append(view)
+        elif isinstance(view, RequestView):
+            snap.requests.append(view)
         else:
             raise TypeError(f"not a snapshot view: {view!r}")
     return snap

@@ -25,6 +25,7 @@ from supervisor.core.models import (
     Run,
     Task,
     TaskReport,
+    TaskRequest,
     Thread,
     Wake,
 )
@@ -425,3 +426,20 @@ def test_a_pruned_resolved_flag_is_not_reopened_by_its_events_sent_again(source)
         assert apply_events(source, batch).rejected == []
     evaluate(source.namespace_id, t0 + timedelta(seconds=200))  # before late_wake, stuck
     assert list(Flag.objects.values_list("kind", "state", "evidence")) == []
+
+
+def test_a_pruned_task_request_sent_again_is_still_a_duplicate(source):
+    # issue 31: requests are kept per event, as reports are; past the events' retention
+    # a resend is still a duplicate and no second row or flag comes of it.
+    request = {
+        "id": "q1",
+        "type": "task.requested",
+        "at": datetime(2026, 1, 1, tzinfo=UTC).isoformat(),
+        "data": {"parent_thread": "thread:lead", "client_request_id": "req-1"},
+    }
+    assert apply_events(source, [request]).accepted == 1
+    prune(max(timezone.now(), NOW) + timedelta(days=400))
+    assert not IngestedEvent.objects.exists()
+    again = apply_events(source, [request])
+    assert (again.accepted, again.duplicates) == (0, 1)
+    assert TaskRequest.objects.count() == 1

@@ -10,9 +10,9 @@ from supervisor.core import clock
 from supervisor.core.contract import parse_event
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
-from supervisor.core.models import Flag, Task
+from supervisor.core.models import Flag, Task, Thread
 from supervisor.core.sweep import due_subjects, sweep
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
+from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.factories import BASE, at
 
 pytestmark = pytest.mark.django_db
@@ -199,3 +199,25 @@ def test_a_source_may_shorten_its_durations(source):
     ingest_and_evaluate(source, events, BASE)
     sweep_at(BASE + timedelta(seconds=60))
     assert open_kinds(source.name) == {"source_silent"}
+
+
+def test_delegation_never_started_opens_through_the_sweep_and_its_delegation_resolves_it(
+    source,
+):
+    # issue 31: the request has its parent thread judged and due at spawn_timeout; the
+    # sweep opens the flag then, and the late delegation (a batch of its own) resolves it.
+    events = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "delegation-started-late"))
+    events = events["events"]
+    request = next(e for e in events if e["type"] == "task.requested")
+    delegation = next(e for e in events if e["type"] == "task.delegated")
+    asked = parse_event(request).at
+    ingest_and_evaluate(source, events[:4], asked)
+    lead = "thread:dlate-lead"
+    assert Thread.objects.get(thread_id=lead).next_check_at == asked + timedelta(seconds=120)
+    sweep_at(asked + timedelta(seconds=119.9))
+    assert open_kinds(lead) == set()
+    sweep_at(asked + timedelta(seconds=120))
+    assert open_kinds(lead) == {"delegation_never_started"}
+    ingest_and_evaluate(source, [delegation], parse_event(delegation).at)
+    assert open_kinds(lead) == set()
+    assert Thread.objects.get(thread_id=lead).next_check_at is None

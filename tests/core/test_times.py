@@ -282,6 +282,7 @@ def family_at(times: list[datetime]) -> list[dict]:
                 "message": "no",
             },
         ),
+        ("task.requested", {"parent_thread": PARENT, "client_request_id": "req-hung"}),
     ]
     events = []
     for n, ((kind, data), when) in enumerate(zip(shapes, times, strict=False)):
@@ -290,7 +291,7 @@ def family_at(times: list[datetime]) -> list[dict]:
     return events
 
 
-@given(times=st.lists(st.sampled_from(TAKEN + REFUSED), min_size=16, max_size=16))
+@given(times=st.lists(st.sampled_from(TAKEN + REFUSED), min_size=17, max_size=17))
 def test_events_at_the_windows_edges_are_taken_or_refused_and_never_fail_a_rule(times):
     name = f"edges-{next(NAMESPACES)}"
     source, _ = do_create_source(name, namespace=name)

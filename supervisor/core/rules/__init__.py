@@ -16,6 +16,7 @@ from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot
 from . import (
+    delegation_never_started,
     delegation_rejected,
     dispatch_lag,
     duplicate_delegation,
@@ -45,6 +46,7 @@ RULES = (
     left_by_restart,
     dispatch_lag,
     delegation_rejected,
+    delegation_never_started,
 )
 
 

@@ -15,6 +15,7 @@ from supervisor.core.snapshot import (
     ItemView,
     RejectionView,
     ReportView,
+    RequestView,
     RunView,
     Snapshot,
     TaskView,
@@ -37,8 +38,8 @@ def moments(draw, now):
 
 @st.composite
 def family(draw, now):
-    """A task with reports, runs, an item, wakes both ways, a task it delegated and a
-    rejection: every view a rule reads, each time drawn from the edges."""
+    """A task with reports, runs, an item, wakes both ways, a task it delegated, a
+    rejection and task requests: every view a rule reads, each time drawn from the edges."""
     t = lambda: draw(moments(now))  # noqa: E731
     terminal = st.sampled_from(["running", "waiting", "completed", "failed", "interrupted"])
     reports = tuple(
@@ -82,6 +83,7 @@ def family(draw, now):
             prompt="p",
             delegated_at=t(),
             delegated_event="d-again",
+            client_request_id="req-again",
         ),
     ]
     runs = []
@@ -144,6 +146,10 @@ def family(draw, now):
         items={"i1": item},
         wakes={wake.id: wake for wake in wakes},
         rejections=[RejectionView("x", PARENT, "delegate_task", "parent_not_active", at=t())],
+        requests=[
+            RequestView(f"req{n}", PARENT, request_id, t() or now)
+            for n, request_id in enumerate(("req-again", "req-hung"))
+        ],
         threads={PARENT, CHILD, "thread:sub", "thread:again"},
     )
     return snap

@@ -1,0 +1,38 @@
+"""An alert goes out for a delegation that never started (issue 31): a warning about
+the parent thread, with the kind's title, meaning and advice."""
+
+from datetime import timedelta
+
+import pytest
+
+from supervisor.core.models import Flag
+from supervisor.jobs import notifications
+from supervisor.notify.grouping import close_windows
+from supervisor.notify.models import Channel, Notification, Route
+from tests.notify.receivers import HttpReceiver
+from tests.web.conftest import load_own
+
+
+@pytest.fixture
+def receiver(db):
+    with HttpReceiver() as http:
+        channel = Channel.objects.create(
+            name="json", kind="apprise", target=f"json://127.0.0.1:{http.port}/hook"
+        )
+        Route.objects.create(channel=channel, group_window=30)
+        yield http
+
+
+def test_an_alert_names_the_parent_thread_and_the_hung_request(source, receiver):
+    load_own(source, "delegation-never-started.json")
+    flag = Flag.objects.get(kind="delegation_never_started", state=Flag.OPEN)
+    close_windows(flag.opened_at + timedelta(seconds=31))
+    notes = list(Notification.objects.all())
+    assert notes, "no alert was queued for the flag"
+    for note in notes:
+        assert notifications.perform(note.pk) == "sent", note.last_error
+    received = "\n".join(receiver.raw)
+    assert "Delegation never started" in received
+    assert "thread:dns-lead" in received
+    assert "[warning] Delegation never started: thread:dns-lead" in received
+    assert "Suggested: Look at the parent" in received
