@@ -16,6 +16,8 @@ from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot
 from . import (
+    account_limit,
+    completed_on_failure,
     delegation_rejected,
     dispatch_lag,
     duplicate_delegation,
@@ -45,6 +47,8 @@ RULES = (
     left_by_restart,
     dispatch_lag,
     delegation_rejected,
+    completed_on_failure,
+    account_limit,
 )
 
 

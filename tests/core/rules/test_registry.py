@@ -18,6 +18,8 @@ KINDS = {
     "stuck",
     "dispatch_lag",
     "delegation_rejected",
+    "completed_on_failure",
+    "account_limit",
 }
 
 
