@@ -35,9 +35,11 @@ ACCOUNT_PHRASE = re.compile(
     re.IGNORECASE,
 )
 # A quota is the account's unless the text says it is per minute (or second): a
-# per-minute quota is a rate limit, a passing fault (seed "transient-one-text").
+# per-minute quota is a rate limit, a passing fault (scenario transient-one-text); a
+# disk quota is the machine's, a real failure.
 QUOTA = re.compile(
-    r"(?<!disk )quota[ _-]?(?:exceeded|reached)|(?:exceeded|out of|over) (?:your |the )?(?:current )?quota",
+    r"(?<!disk )quota[ _-]?(?:exceeded|reached)"
+    r"|(?:exceeded|out of|over) (?:your |the )?(?:current )?quota",
     re.IGNORECASE,
 )
 PER_MOMENT = re.compile(r"per[ _-]?(?:minute|second)|rate[ _-]?limit", re.IGNORECASE)
