@@ -170,3 +170,16 @@ def test_a_follow_up_owns_no_runs_and_is_judged_by_its_text_alone():
         failed_run("failed", trigger=("delegation", "task:f")),
     )
     assert open_on(*views) == []
+
+
+def test_the_action_preview_says_only_a_later_completed_result_answers_it():
+    from supervisor.core import action_outcomes
+
+    snap = snapshot(*later(reached=False))
+    view = snap.tasks[TASK]
+    answers, stays = action_outcomes.outcomes(snap, view, "deliver", {rule.KIND}, run="r2")
+    assert [kind for kind, _ in answers] == [rule.KIND] and stays == []
+    answers, stays = action_outcomes.outcomes(snap, view, "deliver", {rule.KIND}, run="r1")
+    assert answers == [] and "not a completed run after the failed run 1" in stays[0][1]
+    answers, stays = action_outcomes.outcomes(snap, view, "continue", {rule.KIND}, run=None)
+    assert answers == [] and "until the continued run completes" in stays[0][1]
