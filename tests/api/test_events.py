@@ -278,3 +278,17 @@ def test_a_delegation_may_leave_the_mode_out(client, source):
     response = post(client, source.token, {"events": [event]})
     assert response.json() == {"accepted": 1, "duplicates": 0, "rejected": []}
     assert Task.objects.get(task_id="task:1").mode is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [("usage_limit", 1), ("a_class_of_a_newer_build", 1), ("", 0), ("x" * 41, 0), (7, 0)],
+)
+def test_failure_class_is_an_optional_name_kept_as_sent(client, source, value, accepted):
+    """A compatible extension (issue 31): any short name is taken, as sent."""
+    event = finished(status="failed")
+    event["data"]["failure_class"] = value
+    assert post(client, source.token, {"events": [event]}).json()["accepted"] == accepted
+    if accepted:
+        assert Run.objects.get(run_id="run:1").failure_class == value
