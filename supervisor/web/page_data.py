@@ -720,6 +720,13 @@ def _fit_to_state(
         by_kind[CONTINUE]["unfit"] = (
             f"the child’s {continued.run_name(going[-1])} is under way: wait for it to finish"
         )
+    resets = [r for f in open_flags if (r := reset_snooze(f, f.evidence or {})) is not None]
+    if resets and CONTINUE in by_kind and not by_kind[CONTINUE]["unfit"]:
+        # An account limit not reset yet: a continue now fails again on it.
+        by_kind[CONTINUE]["unfit"] = (
+            f"the account's limit resets at {max(resets):%Y-%m-%d %H:%M} UTC, and a continue "
+            "before then fails again: snooze the flag until the reset"
+        )
     if cont is not None and cont["deliver_run"] and DELIVER not in by_kind:
         # No flag calls for it (the task may still be reported running), but the
         # continued run's result is the task's latest and the parent does not have it.

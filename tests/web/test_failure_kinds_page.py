@@ -58,6 +58,23 @@ def test_the_snooze_until_the_reset_snoozes_the_flag_until_then(client, acting, 
     assert flag.state == Flag.OPEN
 
 
+def test_continue_is_not_suggested_before_the_reset(client, acting, source, limits):
+    # A connector bound, so that only the reset holds the continue back.
+    source.connector = "webhook"
+    source.connector_settings = {"url": "http://127.0.0.1:9/hook", "secret": "s" * 16}
+    source.save()
+    client.force_login(acting)
+    html = page(client, "task:al-usage")
+    assert "Continue the child: not now" in html
+    assert "limit resets at 2026-11-25 17:00 UTC, and a continue before then fails again" in html
+    with clock.virtual_clock(datetime(2026, 11, 25, 17, 1, tzinfo=UTC)):
+        html = page(client, "task:al-usage")
+    assert "Continue the child: not now" not in html
+    suggested = html[html.index('<section id="actions"') :]
+    suggested = suggested[: suggested.index('<details class="other-actions"')]
+    assert "Continue the child" in suggested
+
+
 def test_no_reset_offer_when_the_text_names_no_reset(client, acting, limits):
     client.force_login(acting)
     assert "account_limit</code>" in page(client, "task:al-quota")
