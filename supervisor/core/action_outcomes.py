@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import ownership
 from .flag_kinds import BY_DELIVERY, BY_REASON, BY_REPORT, answered_by, kind_of
+from .rules import completed_on_failure
 from .rules.failed_while_running import GAVE_UP, baseline
 from .snapshot import RunView, Snapshot, TaskView
 
@@ -62,6 +63,8 @@ def outcomes(
 
 
 def _judge(snap, view, kind: str, flag: str, run: str | None) -> tuple[str | None, str]:
+    if flag == completed_on_failure.KIND:
+        return _judge_hidden_failure(snap, view, kind, run)
     if kind == "deliver":
         return _judge_deliver(snap, view, flag, run)
     if kind == "continue" and flag in FAILURE_KINDS:
@@ -102,6 +105,32 @@ def _judge_deliver(snap, view, flag: str, run: str | None) -> tuple[str | None, 
     if kind_of(flag).answered_by == BY_REASON:
         return None, "it records that the task was delegated twice: resolve it with a reason"
     return None, "a delivery does not answer it: it is not about what the parent holds"
+
+
+def _judge_hidden_failure(snap, view, kind: str, run: str | None) -> tuple[str | None, str]:
+    """completed_on_failure: only a later run that completed, once its result reaches the
+    parent, answers it; the failed run's own text is what the parent holds already."""
+    failed = completed_on_failure.judged_run(snap, view)
+    after = failed.ordinal if failed is not None and failed.ordinal is not None else 0
+    if kind == "continue":
+        return None, (
+            "the parent holds a success that is not one: it stays open until the continued "
+            "run completes and its result reaches the parent (Deliver, once it has finished)"
+        )
+    if kind != "deliver":
+        return None, "this action does not answer it: the orchestrator's later events may"
+    chosen = snap.runs.get(run or "")
+    if (
+        chosen is not None
+        and (chosen.ordinal or 0) > after
+        and chosen.status == "completed"
+        and ownership.has_result(chosen)
+    ):
+        return "resolves once the delivery is recorded: the later result reaches the parent", ""
+    return None, (
+        f"{_named(snap, run)} is not a completed run after the failed "
+        f"{ownership.run_name(failed)}: the parent would still hold no real result"
+    )
 
 
 LATER_EVENTS = "resolved: the orchestrator's later events no longer show it"

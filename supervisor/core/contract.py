@@ -59,6 +59,11 @@ Id = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 Text = StrictStr | None
 # Values kept in columns of a bounded length (supervisor/core/models.py).
 Name = Annotated[StrictStr, Field(max_length=200)]
+# A compatible extension (issue 31), on `run.finished` and `task.reported`: the
+# orchestrator's class of the failure (T3's: provider_error, transport_error,
+# permission_error, validation_error, unknown, usage_limit). Any name is taken, so a
+# newer build's class is stored as sent; only `usage_limit` is read (account_limit).
+FailureClass = Annotated[StrictStr, Field(min_length=1, max_length=40)]
 
 RunStatus = Literal["completed", "failed", "interrupted", "cancelled"]
 ReportStatus = Literal["running", "waiting", "completed", "failed", "cancelled", "interrupted"]
@@ -117,6 +122,7 @@ class TaskReported(Data):
     # more after two, T3 #12285).
     delivery_record: DeliveryRecord | None = None
     settled_deliveries: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)] | None = None
+    failure_class: FailureClass | None = None
 
 
 class Trigger(Data):
@@ -169,6 +175,7 @@ class RunFinished(Data):
     # A compatible extension (issue 18): "restart" says the orchestrator's own restart
     # recovery cut the run; nobody stopped it and nothing will resume it.
     cause: Literal["restart"] | None = None
+    failure_class: FailureClass | None = None
 
 
 class BackgroundStarted(Data):

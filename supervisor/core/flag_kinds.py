@@ -219,6 +219,31 @@ CATALOGUE = {
             BY_EVENTS,
         ),
         _kind(
+            "completed_on_failure",
+            {TASK},
+            # The parent holds a success that is not one, and acts on it.
+            CRITICAL,
+            "Success hiding a failure",
+            "The task was reported completed, but the run its result came from failed, was "
+            "interrupted or was cancelled, or the text handed as the result is its error.",
+            "Continue the child so that it does the work, then deliver its result to the "
+            "parent (or tell the parent yourself that the task failed).",
+            CONTINUE,
+            BY_DELIVERY,
+        ),
+        _kind(
+            "account_limit",
+            {TASK},
+            WARNING,
+            "Account limit reached",
+            "The task failed on a usage, quota or spend limit of the account; continuing at "
+            "once fails again.",
+            "Snooze this flag until the limit resets, then continue the child; do not "
+            "delegate the task again.",
+            CONTINUE,
+            BY_REPORT,
+        ),
+        _kind(
             "source_silent",
             {SOURCE},
             WARNING,

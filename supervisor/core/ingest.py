@@ -441,6 +441,7 @@ class Mirror:
             run["summary"] = data.summary
             run["error"] = data.error
             run["finish_cause"] = data.cause
+            run["failure_class"] = data.failure_class
             run["finished_at"], run["finished_event"] = event.at, event.id
 
     def _background_started(self, event, data):
@@ -557,6 +558,7 @@ class Mirror:
                 "cause",
                 "delivery_record",
                 "settled_deliveries",
+                "failure_class",
             ],
             [
                 (
@@ -574,6 +576,7 @@ class Mirror:
                     e.data.cause,
                     e.data.delivery_record,
                     e.data.settled_deliveries,
+                    e.data.failure_class,
                 )
                 for task, e in self.reports
             ],

@@ -67,6 +67,7 @@ REPORT_COLUMNS = {
     "cause": "cause",
     "delivery_record": "delivery_record",
     "settled_deliveries": "settled_deliveries",
+    "failure_class": "failure_class",
 }
 RUN_COLUMNS = {
     "id": "run_id",
@@ -84,6 +85,7 @@ RUN_COLUMNS = {
             "summary",
             "error",
             "finish_cause",
+            "failure_class",
             "last_activity_at",
             "env",
             "requested_event",

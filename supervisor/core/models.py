@@ -196,6 +196,7 @@ class TaskReport(models.Model):
     # The orchestrator's own delivery record then, and its cohort's settled deliveries.
     delivery_record = models.CharField(max_length=20, null=True)
     settled_deliveries = models.IntegerField(null=True)
+    failure_class = models.CharField(max_length=40, null=True)  # the orchestrator's, as sent
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "event_id"], name="report_unique")]
@@ -216,6 +217,7 @@ class Run(models.Model):
     summary = models.TextField(null=True)
     error = models.TextField(null=True)
     finish_cause = models.CharField(max_length=10, null=True)  # "restart": cut by a restart
+    failure_class = models.CharField(max_length=40, null=True)  # the orchestrator's, as sent
     last_activity_at = models.DateTimeField(null=True)
     env = models.CharField(max_length=200, null=True)
     requested_event = models.CharField(max_length=200, null=True)

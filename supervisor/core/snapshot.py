@@ -54,6 +54,7 @@ class ReportView:
     cause: str | None = None  # "restart": the orchestrator's restart recovery ended it
     delivery_record: str | None = None  # the orchestrator's own (T3's completionDelivery)
     settled_deliveries: int | None = None  # by the delegating run's cohort, then
+    failure_class: str | None = None  # the orchestrator's class of the failure (usage_limit, ...)
 
     @property
     def terminal(self) -> bool:
@@ -101,6 +102,7 @@ class RunView:
     summary: str | None = None
     error: str | None = None
     finish_cause: str | None = None  # "restart": cut by the orchestrator's restart
+    failure_class: str | None = None  # the orchestrator's class of the failure (usage_limit, ...)
     last_activity_at: datetime | None = None
     env: str | None = None
     requested_event: str | None = None

@@ -64,6 +64,7 @@ class TaskDetail:
                     "cause": r.cause,
                     "delivery_record": r.delivery_record,
                     "settled_deliveries": r.settled_deliveries,
+                    "failure_class": r.failure_class,
                 }
                 for r in self.task.reports
             ],
@@ -80,6 +81,7 @@ class TaskDetail:
                     "status": r.status,
                     "summary": r.summary,
                     "error": r.error,
+                    "failure_class": r.failure_class,
                     "env": r.env,
                 }
                 for r in self.runs

@@ -45,6 +45,8 @@ FAILURES = (
     "never_delivered",  # completed; no wake ever comes while the parent idles (T3 #12285)
     "left_by_restart",  # the orchestrator's restart cuts the child's run (T3 #7314)
     "delegation_never_started",  # a delegate call hangs before any child exists (Codex #24951)
+    "completed_on_failure",  # reported completed on an interrupted run (t3code PR #3549)
+    "account_limit",  # a usage limit ends the child (Claude Code #83412, Roo #7780)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -88,6 +90,12 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # The task itself is healthy: it is the parent's second try. Its first request hung
     # with no child and flags the parent thread (PARENT_THREAD_FLAGS).
     "delegation_never_started": (),
+    # Its only run is interrupted and the task is reported completed with the run's
+    # partial text, handed to the parent: nothing later makes it good.
+    "completed_on_failure": ("completed_on_failure",),
+    # Reported failed on a usage limit's text (failure class usage_limit): not a passing
+    # fault, so no transient_failure, whatever status code the text carries.
+    "account_limit": ("account_limit",),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -122,6 +130,8 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "parent_not_active",
     "serialized_wait",
     "delegation_never_started",
+    "completed_on_failure",
+    "account_limit",
 )
 DEMO_DETECTION = {
     "delivery_grace": 20,
@@ -269,6 +279,14 @@ REAL_FAILURES = (
     "Cannot build {ref}: the lockfile pins protobuf 3.20, which the new plugin refuses. "
     "Needs a decision on the upgrade.",
     "Stopped on {ref}: main has uncommitted changes that are not mine; refusing to overwrite them.",
+)
+# Account limits as providers word them (account_limit), some with their reset.
+ACCOUNT_LIMITS = (
+    "5-hour limit reached ∙ resets in 3 hours",
+    "You've hit your usage limit. Upgrade to Pro or try again in 2 days 4 hours.",
+    "API Error: 429 You exceeded your current quota, please check your plan and billing "
+    "details. (insufficient_quota)",
+    "Your credit balance is too low to access the Anthropic API.",
 )
 ACTIVITY_NOTES = (
     "Bash: pytest -q",
@@ -937,6 +955,8 @@ class Fleet:
             "never_delivered": self._never_delivered,
             "left_by_restart": self._left_by_restart,
             "delegation_never_started": self._simple,
+            "completed_on_failure": self._completed_on_failure,
+            "account_limit": self._account_limit,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1033,6 +1053,46 @@ class Fleet:
             cause="restart",
         )
         self._falls_due(self.now + self.settings.stuck_after)
+
+    def _completed_on_failure(self, task: FleetTask, run: str, work: Work, ref: str, plan):
+        """The child's run is interrupted part-way; the orchestrator reports the task
+        completed with the run's partial text and hands it to the parent as the result."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(10, 30))
+        partial = work.interim.format(ref=ref)
+        self._finish_run(child, run, "interrupted", partial, "interrupted by the user")
+        yield from self._complete(task, run, partial)
+
+    def _account_limit(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child's run ends on the account's usage limit (T3's failure class
+        usage_limit); the task is reported failed and the failure handed to the parent."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(10, 30))
+        text = f"Stopped on {ref}: {self.rng.choice(ACCOUNT_LIMITS)}"
+        self._emit(
+            "run.finished",
+            self.threads[child].env,
+            thread=child,
+            run=run,
+            status="failed",
+            summary=text,
+            error=text,
+            failure_class="usage_limit",
+        )
+        yield 0.1
+        self._report(
+            task,
+            "failed",
+            work_state="result_available",
+            summary=text,
+            result_run=run,
+            error=text,
+            failure_class="usage_limit",
+        )
+        yield 0.1
+        yield from self._hand_to_parent(task, text, "failed")
 
     def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes and its result's wake is queued at once; the parent run

@@ -94,12 +94,22 @@ def _texts(flag: Flag) -> tuple[str, str] | None:
     return given, f"{shorten(latest.text)} ({reached})"
 
 
+def reset_words(flag: Flag) -> str:
+    """An account limit's reset, when its evidence names one: the moment after which
+    continuing is worth it."""
+    evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
+    reset = evidence.get("resets_at")
+    return f"The limit resets at {reset[:10]} {reset[11:16]} UTC." if isinstance(reset, str) else ""
+
+
 def for_flag(flag: Flag, lead: str = "") -> Message:
     words = kind_of(flag.kind)
     texts = _texts(flag)
     lines = [lead + one_line(flag), "", words.meaning]
     if texts:
         lines += ["", f"Given to the parent: {texts[0]}", f"Latest result: {texts[1]}"]
+    if reset := reset_words(flag):
+        lines += ["", reset]
     lines += [
         "",
         f"Suggested: {words.advice}",
@@ -121,6 +131,7 @@ def for_flags(flags: list[Flag], lead: str = "") -> Message:
         lines += [
             f"- {one_line(flag)}",
             f"  Suggested: {kind_of(flag.kind).advice}",
+            *([f"  {reset}"] if (reset := reset_words(flag)) else []),
             f"  Task: {task_url(flag)}",
             f"  Acknowledge or snooze: {ack_url(flag)}",
         ]

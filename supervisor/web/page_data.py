@@ -66,7 +66,7 @@ from supervisor.core.task_query import PAGE_SIZE, task_queryset
 from supervisor.notify.models import Channel
 
 from .problems import problem_of, problems_of
-from .snooze_times import SNOOZE_CHOICES
+from .snooze_times import SNOOZE_CHOICES, SNOOZE_MAX
 from .word_diff import word_diff
 
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
@@ -120,6 +120,7 @@ def flag_entry(
 ) -> dict:
     """A flag with its words for an operator; `silence`, the one holding it (if any)."""
     evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
+    reset = reset_snooze(flag, evidence)
     return {
         "flag": flag,
         "words": kind_of(flag.kind),
@@ -130,7 +131,29 @@ def flag_entry(
         "resolved_words": resolved_words(flag) if flag.state == Flag.RESOLVED else "",
         "snoozed": flag.snoozed_until is not None and flag.snoozed_until > clock.now(),
         "silence": silence if flag.state == Flag.OPEN else None,
+        "reset": reset,
+        # The snooze form's `until` (snooze_times reads it so: UTC, to the minute).
+        "reset_until": f"{reset:%Y-%m-%dT%H:%M}" if reset else "",
     }
+
+
+def reset_snooze(flag: Flag, evidence: dict) -> datetime | None:
+    """When an open flag's evidence names a reset (account_limit: the account's limit
+    resets then), the time to snooze it until: to the minute, rounded up so the snooze
+    ends once the limit has reset; None when no reset is named, it has passed, or it is
+    further than a snooze may last."""
+    if flag.state != Flag.OPEN or not isinstance(evidence.get("resets_at"), str):
+        return None
+    try:
+        reset = datetime.fromisoformat(evidence["resets_at"].replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if reset.tzinfo is None:
+        reset = reset.replace(tzinfo=UTC)
+    if reset.second or reset.microsecond:
+        reset = reset.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    now = clock.now()
+    return reset if now < reset <= now + SNOOZE_MAX else None
 
 
 def resolved_words(flag: Flag) -> str:
@@ -696,6 +719,13 @@ def _fit_to_state(
     ):
         by_kind[CONTINUE]["unfit"] = (
             f"the child’s {continued.run_name(going[-1])} is under way: wait for it to finish"
+        )
+    resets = [r for f in open_flags if (r := reset_snooze(f, f.evidence or {})) is not None]
+    if resets and CONTINUE in by_kind and not by_kind[CONTINUE]["unfit"]:
+        # An account limit not reset yet: a continue now fails again on it.
+        by_kind[CONTINUE]["unfit"] = (
+            f"the account's limit resets at {max(resets):%Y-%m-%d %H:%M} UTC, and a continue "
+            "before then fails again: snooze the flag until the reset"
         )
     if cont is not None and cont["deliver_run"] and DELIVER not in by_kind:
         # No flag calls for it (the task may still be reported running), but the

@@ -326,3 +326,17 @@ def test_a_task_request_is_kept_once_whatever_is_sent_again(client, source):
     (row,) = TaskRequest.objects.all()
     assert (row.parent_thread.thread_id, row.client_request_id) == ("thread:p", "req-1")
     assert (row.parent_run, row.title, row.event_id) == ("run:p1", "Port", "q1")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [("usage_limit", 1), ("a_class_of_a_newer_build", 1), ("", 0), ("x" * 41, 0), (7, 0)],
+)
+def test_failure_class_is_an_optional_name_kept_as_sent(client, source, value, accepted):
+    """A compatible extension (issue 31): any short name is taken, as sent."""
+    event = finished(status="failed")
+    event["data"]["failure_class"] = value
+    assert post(client, source.token, {"events": [event]}).json()["accepted"] == accepted
+    if accepted:
+        assert Run.objects.get(run_id="run:1").failure_class == value

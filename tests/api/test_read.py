@@ -180,3 +180,14 @@ def test_flags_list_in_the_contract_shape(client, source):
 def test_the_openapi_document_lists_the_contract_paths(client):
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     assert {"/api/v1/events", "/api/v1/tasks", "/api/v1/flags"} <= set(paths)
+
+
+def test_task_detail_gives_the_failure_class_of_reports_and_runs(client, source):
+    # Issue 31: the optional failure_class, as sent, on the report and on its run.
+    scenario = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "account-limit"))
+    apply_events(source, scenario["events"])
+    body = get(client, f"/api/v1/tasks/{quote('task:al-usage', safe='')}", source.token).json()
+    assert [r["failure_class"] for r in body["reports"]] == ["usage_limit"]
+    assert [r["failure_class"] for r in body["runs"]] == ["usage_limit"]
+    body = get(client, f"/api/v1/tasks/{quote('task:al-quota', safe='')}", source.token).json()
+    assert [r["failure_class"] for r in body["reports"]] == [None]

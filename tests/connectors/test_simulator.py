@@ -24,10 +24,12 @@ from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag, IngestedEvent, Run, Task, Wake
+from supervisor.core.rules.account_limit import account_limit_words
 from supervisor.core.rules.transient_failure import passing_fault
 from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
 from supervisor.core.sources import do_create_source
 from supervisor.demo.fleet import (
+    ACCOUNT_LIMITS,
     FAILURES,
     PAIRED,
     REAL_FAILURES,
@@ -116,13 +118,16 @@ def test_remote_children_report_from_their_environment_on_a_skewed_clock():
 def test_failure_texts_read_as_the_contract_says():
     assert all(passing_fault(text) for text in TRANSIENT_ERRORS)
     assert not any(passing_fault(text.format(ref="#1001")) for text in REAL_FAILURES)
+    assert all(account_limit_words(text) for text in ACCOUNT_LIMITS)
+    assert not any(account_limit_words(text) for text in TRANSIENT_ERRORS)
+    assert not any(account_limit_words(text.format(ref="#1001")) for text in REAL_FAILURES)
 
 
 def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
     """The main check: replayed in order on a virtual clock (contract §7), the kinds raised
     at any time are exactly each task's expected and passing ones, and the kinds open at
     the end exactly its expected ones."""
-    # One task a failure, two for a paired one: every failure is carried.
+    # Each failure once, the paired ones with their healthy first.
     fleet = Fleet(149, tasks=len(FAILURES) + len(PAIRED), failure_rate=1.0, opening=FAILURES)
     document = fleet.as_scenario()
     assert {task.failure for task in fleet.tasks} >= set(FAILURES)

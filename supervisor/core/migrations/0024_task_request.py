@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0022_silence"),
+        ("core", "0023_failure_class"),
     ]
 
     operations = [

@@ -16,6 +16,8 @@ from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot
 from . import (
+    account_limit,
+    completed_on_failure,
     delegation_never_started,
     delegation_rejected,
     dispatch_lag,
@@ -47,6 +49,8 @@ RULES = (
     dispatch_lag,
     delegation_rejected,
     delegation_never_started,
+    completed_on_failure,
+    account_limit,
 )
 
 

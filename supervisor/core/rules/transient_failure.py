@@ -1,6 +1,12 @@
 """transient_failure: the task failed on a passing provider or transport fault.
 
 The advice is to continue the child, not to delegate again.
+
+Narrowed (issue 31), a compatible extension: a failure that reads as an account limit
+(account_limit: a usage limit, an insufficient quota, a credit balance, or the failure
+class `usage_limit`) is not a passing fault, whatever status code it carries (an
+insufficient quota is a 429): continuing at once fails again, so this kind does not
+open there with its contrary advice.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from datetime import datetime
 
 from ..ownership import judged_tasks
 from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from . import account_limit
 
 KIND = "transient_failure"
 
@@ -35,14 +42,16 @@ def passing_fault(text: str | None) -> str | None:
 
 
 def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
-    found = [_finding(task) for task in judged_tasks(snap)]
+    found = [_finding(snap, task) for task in judged_tasks(snap)]
     return [finding for finding in found if finding is not None]
 
 
-def _finding(task: TaskView) -> Finding | None:
+def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
     report = task.current_report
     if report is None or report.status != "failed":
         return None
+    if account_limit.reading(snap, task) is not None:
+        return None  # an account limit: waiting for the reset, not continuing at once
     # One text, joined by a space: a 403 in the summary and "Cloudflare" in the error
     # count together (contract 1.1).
     text = " ".join(part for part in (report.summary, report.error) if part)

@@ -19,6 +19,8 @@ KINDS = {
     "dispatch_lag",
     "delegation_rejected",
     "delegation_never_started",
+    "completed_on_failure",
+    "account_limit",
 }
 
 
