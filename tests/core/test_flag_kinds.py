@@ -51,6 +51,7 @@ def test_critical_is_a_wrong_or_missing_result_with_the_parent():
         "never_delivered",
         "premature_completion",
         "failed_while_running",
+        "misrouted_wake",
     }
 
 

@@ -22,6 +22,7 @@ from . import (
     failed_while_running,
     late_wake,
     left_by_restart,
+    misrouted_wake,
     never_delivered,
     orphan_wake,
     premature_completion,
@@ -45,6 +46,7 @@ RULES = (
     left_by_restart,
     dispatch_lag,
     delegation_rejected,
+    misrouted_wake,
 )
 
 

@@ -18,6 +18,7 @@ KINDS = {
     "stuck",
     "dispatch_lag",
     "delegation_rejected",
+    "misrouted_wake",
 }
 
 
