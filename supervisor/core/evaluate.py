@@ -55,16 +55,19 @@ def affected_subjects(
 ) -> tuple[set[str], set[str]]:
     """The subjects whose flags events about these tasks and threads can change: the
     tasks themselves, the tasks whose child or parent thread was touched, their siblings
-    of the same title (duplicates), and the tasks a wake naming them sits on (orphans)."""
+    of the same title (duplicates), the tasks a wake naming them sits on (orphans), and
+    the tasks they follow up (a follow-up's parent may be where a wake rightly went)."""
     ns = Q(namespace_id=namespace_id)
     task_ids, threads = set(task_ids), set(thread_ids)
-    unnamed = set()
-    for task_id, parent, child in Task.objects.filter(ns, task_id__in=task_ids).values_list(
-        "task_id", "parent_thread__thread_id", "child_thread__thread_id"
-    ):
+    unnamed, followed = set(), set()
+    for task_id, parent, child, follows in Task.objects.filter(
+        ns, task_id__in=task_ids
+    ).values_list("task_id", "parent_thread__thread_id", "child_thread__thread_id", "follow_up_of"):
         threads |= {t for t in (parent, child) if t}
         if child is None:
             unnamed.add(task_id)
+        if follows:
+            followed.add(follows)  # a follow-up may make the task's wake rightly sent
     # A task whose delegation names no child thread has the thread of its first run.
     first_runs = Run.objects.filter(ns, trigger_kind="delegation")
     threads |= set(
@@ -82,7 +85,7 @@ def affected_subjects(
     )
     near = Task.objects.filter(
         ns,
-        Q(task_id__in=task_ids | on_first_runs)
+        Q(task_id__in=task_ids | on_first_runs | followed)
         | Q(child_thread__thread_id__in=threads | orphan_threads)
         | Q(parent_thread__thread_id__in=threads),
     ).values_list("task_id", "parent_thread_id", "title_key")
