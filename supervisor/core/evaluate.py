@@ -73,11 +73,14 @@ def affected_subjects(
     threads |= set(
         first_runs.filter(trigger_ref__in=unnamed).values_list("thread__thread_id", flat=True)
     )
-    orphan_threads = set(
-        Wake.objects.filter(ns, source_task__in=task_ids)
-        .exclude(source_thread=None)
-        .values_list("source_thread", flat=True)
-    )
+    # The wakes naming these tasks: an orphan sits on the task of the source thread, else
+    # on the wake's target, which need not be the task's parent (a misrouted wake).
+    orphan_threads, targets = set(), set()
+    for source_thread, target in Wake.objects.filter(ns, source_task__in=task_ids).values_list(
+        "source_thread", "thread__thread_id"
+    ):
+        orphan_threads |= {source_thread} if source_thread else set()
+        targets |= {target} if target else set()
     on_first_runs = set(
         first_runs.filter(thread__thread_id__in=threads | orphan_threads).values_list(
             "trigger_ref", flat=True
@@ -100,7 +103,7 @@ def affected_subjects(
                 "task_id", flat=True
             )
         )
-    return tasks, threads
+    return tasks, threads | targets
 
 
 # Subjects of each type one catch-up takes beyond its own: a backlog goes in passes.

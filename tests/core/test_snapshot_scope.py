@@ -83,3 +83,22 @@ def test_a_follow_up_arriving_has_the_task_it_follows_up_judged_again(source):
     apply_events(source, [subject, follow_up])
     tasks, _ = affected_subjects(source.namespace_id, {"task:follow-up"}, set())
     assert "task:subject" in tasks
+
+
+def test_a_task_arriving_has_the_thread_its_wake_went_to_judged_again(source):
+    # A wake naming a task not yet known, sent to a thread that is not the task's parent,
+    # opens orphan_wake on that thread; the task's delegation arriving must resolve it there.
+    wake = {
+        "id": "wake-astray",
+        "type": "wake.queued",
+        "at": AT,
+        "data": {
+            "wake": "thread:elsewhere:wake:1",
+            "thread": "thread:elsewhere",
+            "source": {"kind": "task", "task": "task:subject", "thread": "thread:child-subject"},
+            "summary": "done",
+        },
+    }
+    apply_events(source, [wake, delegated("task:subject", "Port", "thread:child-subject")])
+    _, threads = affected_subjects(source.namespace_id, {"task:subject"}, set())
+    assert "thread:elsewhere" in threads
