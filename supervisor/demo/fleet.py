@@ -44,6 +44,7 @@ FAILURES = (
     "late_wake",  # the result's wake waits on a busy parent run past `wake_timeout`
     "never_delivered",  # completed; no wake ever comes while the parent idles (T3 #12285)
     "left_by_restart",  # the orchestrator's restart cuts the child's run (T3 #7314)
+    "misrouted_wake",  # the completion's wake goes to another lead's thread (Codex #32203)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -84,6 +85,10 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # Its child's run is cut by a restart (`cause: "restart"`) while it is reported
     # running; nothing owned happens after, so `stuck` follows `stuck_after` later.
     "left_by_restart": ("left_by_restart", "stuck"),
+    # Completed with no text on the report (results go by wake), and the one wake of its
+    # result goes to another lead's thread, which takes it: once `delivery_grace` has
+    # passed, the parent lacks the result.
+    "misrouted_wake": ("misrouted_wake",),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -113,6 +118,7 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "transient_failure",
     "parent_not_active",
     "serialized_wait",
+    "misrouted_wake",
 )
 DEMO_DETECTION = {
     "delivery_grace": 20,
@@ -908,6 +914,7 @@ class Fleet:
             "late_wake": self._late_wake,
             "never_delivered": self._never_delivered,
             "left_by_restart": self._left_by_restart,
+            "misrouted_wake": self._misrouted_wake,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1004,6 +1011,28 @@ class Fleet:
             cause="restart",
         )
         self._falls_due(self.now + self.settings.stuck_after)
+
+    def _misrouted_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child completes; the orchestrator reports it without a text (results go by
+        wake) and queues the completion wake to another lead's thread, which takes it: the
+        parent never gets the result (Codex #32203)."""
+        child = task.child_thread
+        final = work.final.format(ref=ref)
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(10, 30))
+        self._finish_run(child, run, "completed", final)
+        yield 0.2
+        self._report(task, "completed", work_state="result_available", result_run=run)
+        yield 0.1
+        others = [parent for parent in self.parents if parent != task.parent_thread]
+        elsewhere = others[0] if others else self._quiet_parent(len(self.tasks))
+        wake = self._new_wake(elsewhere)
+        source = {"kind": "task", "task": task.task, "thread": child}
+        self._queue_wake(wake, elsewhere, source, final, "completed")
+        self._falls_due(self.now + self.settings.delivery_grace)
+        woken = yield from self._woken_run(elsewhere, wake)
+        note = f"A result of {task.title!r} arrived here; it is not for this thread."
+        self._later(self._end_parent_run(elsewhere, woken, note), 0)
 
     def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes and its result's wake is queued at once; the parent run
