@@ -20,6 +20,9 @@ Definitions, per known task T (contract §4 for the words in quotes):
 - never_delivered open (a starved delivery): T has a stored Flag of that kind, state
   open: a terminal result that nothing will bring to the parent (a completion wake
   capped away, T3 #12285; a `wait` call that died).
+- misrouted_wake open (a result sent to another thread): T has a stored Flag of that
+  kind, state open: a task wake of T went to a thread that is not its parent, and the
+  parent lacks T's latest result.
 - later result delay: for each owned finished run of T with an ordinal higher than T's
   result run, whose summary "reached" the parent (`ownership.reaching_wake`): the
   seconds from that run's `finished_at` to the `queued_at` of the first wake carrying
@@ -74,6 +77,7 @@ class AuditReport:
     handed_earlier_text: list[TaskRef] = field(default_factory=list)
     undelivered_result_open: list[TaskRef] = field(default_factory=list)
     never_delivered_open: list[TaskRef] = field(default_factory=list)
+    misrouted_wake_open: list[TaskRef] = field(default_factory=list)
     # Seconds from a later result's run end to the first wake carrying it to the parent.
     later_result_delays: list[float] = field(default_factory=list)
 
@@ -108,6 +112,7 @@ class AuditReport:
             counted("  handed an earlier run's text", self.handed_earlier_text),
             counted("undelivered_result open", self.undelivered_result_open),
             counted("never_delivered open (a starved delivery)", self.never_delivered_open),
+            counted("misrouted_wake open (sent to another thread)", self.misrouted_wake_open),
             ("later results that reached the parent", str(len(self.later_result_delays)), ""),
             ("  delay, median (s)", seconds(self.delay_median), ""),
             ("  delay, p90 nearest rank (s)", seconds(self.delay_p90), ""),
@@ -129,6 +134,7 @@ class AuditReport:
             "handed_earlier_text": counted(self.handed_earlier_text),
             "undelivered_result_open": counted(self.undelivered_result_open),
             "never_delivered_open": counted(self.never_delivered_open),
+            "misrouted_wake_open": counted(self.misrouted_wake_open),
             "later_result_delays": {
                 "count": len(self.later_result_delays),
                 "median_s": self.delay_median,
@@ -153,6 +159,7 @@ def audit(namespace_ids: list[int] | None = None) -> AuditReport:
     report.handed_earlier_text.sort()
     report.undelivered_result_open = _open_on_tasks(audited, "undelivered_result")
     report.never_delivered_open = _open_on_tasks(audited, "never_delivered")
+    report.misrouted_wake_open = _open_on_tasks(audited, "misrouted_wake")
     return report
 
 

@@ -34,6 +34,9 @@ MEANINGS = [
     "never_delivered open (a starved delivery): tasks with a never_delivered flag open "
     "now: a terminal result the orchestrator will never bring to the parent (T3 caps the "
     "follow-up deliveries of one delegating run, T3 #12285; a wait call died).",
+    "misrouted_wake open (sent to another thread): tasks with a misrouted_wake flag open "
+    "now: a task wake of the task went to a thread that is not its parent (nor a "
+    "follow-up's), and the parent lacks the task's latest result.",
     "later results that reached the parent: results of the task's runs after its result "
     "run that a wake carried to the parent; the delays are from the run's end to that "
     "wake being queued (median; p90 by nearest rank).",

@@ -18,6 +18,7 @@ from supervisor.core.models import Flag
 from supervisor.core.sources import do_create_source
 from supervisor.ops import report as reporting
 from tests.factories import BASE, at, task_events
+from tests.web.conftest import load_own
 
 pytestmark = pytest.mark.django_db
 
@@ -209,6 +210,7 @@ EXPECTED_ROWS = [
     ("  handed an earlier run's text", "3", "25.0%"),
     ("undelivered_result open", "2", "16.7%"),
     ("never_delivered open (a starved delivery)", "0", "0.0%"),
+    ("misrouted_wake open (sent to another thread)", "0", "0.0%"),
     ("later results that reached the parent", "6", ""),
     ("  delay, median (s)", "25.0", ""),
     ("  delay, p90 nearest rank (s)", "600.0", ""),
@@ -255,6 +257,7 @@ def test_an_empty_store_gives_zeros_and_no_shares(db):
         "handed_earlier_text": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
+        "misrouted_wake_open": {"count": 0, "share_of_tasks_seen": None, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
     }
 
@@ -289,6 +292,7 @@ def test_the_command_prints_one_json_object(audited):
             "tasks": task_list("B", "C"),
         },
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
+        "misrouted_wake_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 6, "median_s": 25.0, "p90_s": 600.0},
     }
 
@@ -303,6 +307,7 @@ def test_the_command_prints_an_aligned_table(audited):
         "  handed an earlier run's text                        3                25.0%",
         "undelivered_result open                               2                16.7%",
         "never_delivered open (a starved delivery)             0                 0.0%",
+        "misrouted_wake open (sent to another thread)          0                 0.0%",
         "later results that reached the parent                 6",
         "  delay, median (s)                                25.0",
         "  delay, p90 nearest rank (s)                     600.0",
@@ -323,6 +328,7 @@ def test_the_command_audits_all_namespaces_or_the_one_named(audited):
         "handed_earlier_text": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "undelivered_result_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "never_delivered_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
+        "misrouted_wake_open": {"count": 0, "share_of_tasks_seen": 0.0, "tasks": []},
         "later_result_delays": {"count": 0, "median_s": None, "p90_s": None},
     }
     assert json.loads(report("--json", "--namespace", NS))["tasks_seen"] == 12
@@ -342,3 +348,14 @@ def test_the_table_says_what_each_count_means(audited):
         assert any(line.startswith(f"- {label}") for line in legend.splitlines()), label
     # The gap finalization is seed 000's narrow measure, not the stale_result flag.
     assert "stale_result" in legend
+
+
+def test_the_command_lists_the_tasks_with_misrouted_wake_open(source):
+    # tests/scenarios/misrouted-wake.json: migrate's stray wake stays open; bench's was
+    # answered by a delivery by hand.
+    load_own(source, "misrouted-wake.json")
+    said = json.loads(report("--json"))["misrouted_wake_open"]
+    assert said["tasks"] == [{"namespace": NS, "task": "task:migrate"}]
+    assert said["count"] == 1
+    row = next(line for line in report().splitlines() if line.startswith("misrouted_wake open"))
+    assert row.split()[-2:] == ["1", "33.3%"]
