@@ -55,26 +55,32 @@ def affected_subjects(
 ) -> tuple[set[str], set[str]]:
     """The subjects whose flags events about these tasks and threads can change: the
     tasks themselves, the tasks whose child or parent thread was touched, their siblings
-    of the same title (duplicates), and the tasks a wake naming them sits on (orphans)."""
+    of the same title (duplicates), the tasks a wake naming them sits on (orphans), and
+    the tasks they follow up (a follow-up's parent may be where a wake rightly went)."""
     ns = Q(namespace_id=namespace_id)
     task_ids, threads = set(task_ids), set(thread_ids)
-    unnamed = set()
-    for task_id, parent, child in Task.objects.filter(ns, task_id__in=task_ids).values_list(
-        "task_id", "parent_thread__thread_id", "child_thread__thread_id"
-    ):
+    unnamed, followed = set(), set()
+    for task_id, parent, child, follows in Task.objects.filter(
+        ns, task_id__in=task_ids
+    ).values_list("task_id", "parent_thread__thread_id", "child_thread__thread_id", "follow_up_of"):
         threads |= {t for t in (parent, child) if t}
         if child is None:
             unnamed.add(task_id)
+        if follows:
+            followed.add(follows)  # a follow-up may make the task's wake rightly sent
     # A task whose delegation names no child thread has the thread of its first run.
     first_runs = Run.objects.filter(ns, trigger_kind="delegation")
     threads |= set(
         first_runs.filter(trigger_ref__in=unnamed).values_list("thread__thread_id", flat=True)
     )
-    orphan_threads = set(
-        Wake.objects.filter(ns, source_task__in=task_ids)
-        .exclude(source_thread=None)
-        .values_list("source_thread", flat=True)
-    )
+    # The wakes naming these tasks: an orphan sits on the task of the source thread, else
+    # on the wake's target, which need not be the task's parent (a misrouted wake).
+    orphan_threads, targets = set(), set()
+    for source_thread, target in Wake.objects.filter(ns, source_task__in=task_ids).values_list(
+        "source_thread", "thread__thread_id"
+    ):
+        orphan_threads |= {source_thread} if source_thread else set()
+        targets |= {target} if target else set()
     on_first_runs = set(
         first_runs.filter(thread__thread_id__in=threads | orphan_threads).values_list(
             "trigger_ref", flat=True
@@ -82,7 +88,7 @@ def affected_subjects(
     )
     near = Task.objects.filter(
         ns,
-        Q(task_id__in=task_ids | on_first_runs)
+        Q(task_id__in=task_ids | on_first_runs | followed)
         | Q(child_thread__thread_id__in=threads | orphan_threads)
         | Q(parent_thread__thread_id__in=threads),
     ).values_list("task_id", "parent_thread_id", "title_key")
@@ -97,7 +103,7 @@ def affected_subjects(
                 "task_id", flat=True
             )
         )
-    return tasks, threads
+    return tasks, threads | targets
 
 
 # Subjects of each type one catch-up takes beyond its own: a backlog goes in passes.

@@ -244,6 +244,19 @@ CATALOGUE = {
             BY_REPORT,
         ),
         _kind(
+            "misrouted_wake",
+            {TASK},
+            # The result went to another thread: the parent goes on without it.
+            CRITICAL,
+            "Wake sent to the wrong thread",
+            "The task's result was sent by a wake to a thread that is not its parent, and "
+            "the parent has not received it.",
+            "Deliver the latest result to the parent; tell the thread that got it by mistake "
+            "to ignore it.",
+            DELIVER,
+            BY_DELIVERY,
+        ),
+        _kind(
             "source_silent",
             {SOURCE},
             WARNING,

@@ -212,17 +212,31 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     )
     # Each kind of wake by its own index, then the rows by key: the three ORed were
     # planned as a scan of every wake.
-    wakes, named = set(), set()
+    wakes, named, sent = set(), set(), set()
     for where in (
         Q(thread_id__any_of=children | parents | threads),
         Q(source_task__any_of=task_ids),
         Q(source_thread__any_of=child_names),
     ):
-        for pk, *names in Wake.objects.filter(ns, where).values_list(
-            "pk", "source_task", "source_thread"
-        ):
+        for pk, source_task, source_thread, kind, target in Wake.objects.filter(
+            ns, where
+        ).values_list("pk", "source_task", "source_thread", "source_kind", "thread_id"):
             wakes.add(pk)
-            named.add(tuple(names))
+            named.add((source_task, source_thread))
+            if kind == "task" and source_task in task_ids and target is not None:
+                sent.add((source_task, target))
+    # A subject's task wakes that went elsewhere than its parent: a follow-up of it under
+    # that thread makes the target right (misrouted_wake). Looked up only when there is
+    # such a wake, by the parent-thread index.
+    parent_of = {task: parent for _, parent, _, task in subjects}
+    elsewhere = {thread for task, thread in sent if thread != parent_of.get(task)}
+    follow_ups = set()
+    if elsewhere:
+        follow_ups = set(
+            Task.objects.filter(
+                ns, parent_thread_id__any_of=elsewhere, follow_up_of__any_of=task_ids
+            ).values_list("pk", flat=True)
+        )
     # Thread names to keys first: an OR over a join keeps PostgreSQL from using indexes.
     named_threads = set(
         Thread.objects.filter(ns, thread_id__any_of={t for _, t in named if t}).values_list(
@@ -243,7 +257,7 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
             run_threads.add(child)
     # Each kind of neighbour by its own index, then the rows by key: one query ORing the
     # four lists was planned as a scan of every task (0.4 s at 160,000 tasks).
-    keys = set(same_work)
+    keys = set(same_work) | follow_ups
     # Tasks that never named their child thread, by the thread of their first run.
     unnamed_here = first_run_tasks(namespace_id, children | named_threads)
     unnamed_children = set()

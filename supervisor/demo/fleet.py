@@ -47,6 +47,7 @@ FAILURES = (
     "delegation_never_started",  # a delegate call hangs before any child exists (Codex #24951)
     "completed_on_failure",  # reported completed on an interrupted run (t3code PR #3549)
     "account_limit",  # a usage limit ends the child (Claude Code #83412, Roo #7780)
+    "misrouted_wake",  # the completion's wake goes to another lead's thread (Codex #32203)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -96,6 +97,10 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # Reported failed on a usage limit's text (failure class usage_limit): not a passing
     # fault, so no transient_failure, whatever status code the text carries.
     "account_limit": ("account_limit",),
+    # Completed with no text on the report (results go by wake), and the one wake of its
+    # result goes to another lead's thread, which takes it: once `delivery_grace` has
+    # passed, the parent lacks the result.
+    "misrouted_wake": ("misrouted_wake",),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -132,6 +137,7 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "delegation_never_started",
     "completed_on_failure",
     "account_limit",
+    "misrouted_wake",
 )
 DEMO_DETECTION = {
     "delivery_grace": 20,
@@ -957,6 +963,7 @@ class Fleet:
             "delegation_never_started": self._simple,
             "completed_on_failure": self._completed_on_failure,
             "account_limit": self._account_limit,
+            "misrouted_wake": self._misrouted_wake,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1093,6 +1100,28 @@ class Fleet:
         )
         yield 0.1
         yield from self._hand_to_parent(task, text, "failed")
+
+    def _misrouted_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The child completes; the orchestrator reports it without a text (results go by
+        wake) and queues the completion wake to another lead's thread, which takes it: the
+        parent never gets the result (Codex #32203)."""
+        child = task.child_thread
+        final = work.final.format(ref=ref)
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(10, 30))
+        self._finish_run(child, run, "completed", final)
+        yield 0.2
+        self._report(task, "completed", work_state="result_available", result_run=run)
+        yield 0.1
+        others = [parent for parent in self.parents if parent != task.parent_thread]
+        elsewhere = others[0] if others else self._quiet_parent(len(self.tasks))
+        wake = self._new_wake(elsewhere)
+        source = {"kind": "task", "task": task.task, "thread": child}
+        self._queue_wake(wake, elsewhere, source, final, "completed")
+        self._falls_due(self.now + self.settings.delivery_grace)
+        woken = yield from self._woken_run(elsewhere, wake)
+        note = f"A result of {task.title!r} arrived here; it is not for this thread."
+        self._later(self._end_parent_run(elsewhere, woken, note), 0)
 
     def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes and its result's wake is queued at once; the parent run

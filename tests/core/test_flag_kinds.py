@@ -52,6 +52,7 @@ def test_critical_is_a_wrong_or_missing_result_with_the_parent():
         "premature_completion",
         "failed_while_running",
         "completed_on_failure",
+        "misrouted_wake",
     }
 
 

@@ -19,7 +19,7 @@ from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS
 
 SCENARIOS = {path.stem: Scenario.load(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
 # The kinds whose evidence says the latest result has not reached the parent.
-SAYS_NOT_REACHED = {"stale_result", "undelivered_result", "never_delivered"}
+SAYS_NOT_REACHED = {"stale_result", "undelivered_result", "never_delivered", "misrouted_wake"}
 NOT_REACHED_WORDS = "has not reached the parent"
 
 pytestmark = pytest.mark.own_store

@@ -3,6 +3,7 @@ parent with thousands of tasks made each due task load them all, reports include
 
 import pytest
 
+from supervisor.core.evaluate import affected_subjects
 from supervisor.core.ingest import apply_events
 from supervisor.core.loader import load_for_subjects
 
@@ -71,3 +72,59 @@ def test_a_thread_snapshot_reads_its_task_requests_and_the_tasks_answering_them(
     snap = load_for_subjects(source.namespace_id, set(), {"thread:parent"})
     assert sorted(r.client_request_id for r in snap.requests) == ["req-1", "req-2"]
     assert set(snap.tasks) == {"task:answer"}
+
+
+def test_a_task_snapshot_reads_its_follow_ups_under_the_threads_its_wakes_went_to(source):
+    # misrouted_wake: the subject's wake went to thread:review, where a follow-up of it
+    # was delegated (with a child thread of its own): the target is right.
+    follow_up = delegated("task:follow-up", "Later work", "thread:child-follow-up")
+    follow_up["data"] |= {"parent_thread": "thread:review", "follow_up_of": "task:subject"}
+    elsewhere = delegated("task:unrelated", "Review", "thread:child-unrelated")
+    elsewhere["data"]["parent_thread"] = "thread:review"
+    wake = {
+        "id": "wake-review",
+        "type": "wake.queued",
+        "at": AT,
+        "data": {
+            "wake": "thread:review:wake:1",
+            "thread": "thread:review",
+            "source": {"kind": "task", "task": "task:subject", "thread": "thread:child-subject"},
+            "summary": "done",
+        },
+    }
+    subject = delegated("task:subject", "Port the retry loop", "thread:child-subject")
+    apply_events(source, [subject, follow_up, elsewhere])
+    snap = load_for_subjects(source.namespace_id, {"task:subject"}, set())
+    assert "task:follow-up" not in snap.tasks  # no wake went there: not read
+    apply_events(source, [wake])
+    snap = load_for_subjects(source.namespace_id, {"task:subject"}, set())
+    assert "task:follow-up" in snap.tasks and "task:unrelated" not in snap.tasks
+
+
+def test_a_follow_up_arriving_has_the_task_it_follows_up_judged_again(source):
+    # Its parent may be where the earlier task's wake went (misrouted_wake resolves).
+    follow_up = delegated("task:follow-up", "Later work", "thread:child-follow-up")
+    follow_up["data"] |= {"parent_thread": "thread:review", "follow_up_of": "task:subject"}
+    subject = delegated("task:subject", "Port the retry loop", "thread:child-subject")
+    apply_events(source, [subject, follow_up])
+    tasks, _ = affected_subjects(source.namespace_id, {"task:follow-up"}, set())
+    assert "task:subject" in tasks
+
+
+def test_a_task_arriving_has_the_thread_its_wake_went_to_judged_again(source):
+    # A wake naming a task not yet known, sent to a thread that is not the task's parent,
+    # opens orphan_wake on that thread; the task's delegation arriving must resolve it there.
+    wake = {
+        "id": "wake-astray",
+        "type": "wake.queued",
+        "at": AT,
+        "data": {
+            "wake": "thread:elsewhere:wake:1",
+            "thread": "thread:elsewhere",
+            "source": {"kind": "task", "task": "task:subject", "thread": "thread:child-subject"},
+            "summary": "done",
+        },
+    }
+    apply_events(source, [wake, delegated("task:subject", "Port", "thread:child-subject")])
+    _, threads = affected_subjects(source.namespace_id, {"task:subject"}, set())
+    assert "thread:elsewhere" in threads

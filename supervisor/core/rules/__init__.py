@@ -25,6 +25,7 @@ from . import (
     failed_while_running,
     late_wake,
     left_by_restart,
+    misrouted_wake,
     never_delivered,
     orphan_wake,
     premature_completion,
@@ -51,6 +52,7 @@ RULES = (
     delegation_never_started,
     completed_on_failure,
     account_limit,
+    misrouted_wake,
 )
 
 

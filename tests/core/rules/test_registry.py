@@ -21,6 +21,7 @@ KINDS = {
     "delegation_never_started",
     "completed_on_failure",
     "account_limit",
+    "misrouted_wake",
 }
 
 

@@ -1,0 +1,135 @@
+"""misrouted_wake: a task wake of a known task T went to a thread that is neither T's
+parent thread nor the parent thread of a follow-up of T, and T's parent still lacks what
+it carried (Codex #32203, hermes #69127, Claude Code #78313: a completion delivered to
+another conversation). `orphan_wake` covers wakes naming a task that is not known.
+
+Raised on T `delivery_grace` after such a wake was queued (time for a follow-up's
+delegation, or the result's own wake to the parent, to arrive), unless T's parent holds
+the result: T's latest result reached the parent, as the task page reads it
+(`core.handover`); when T has no latest result, a task wake of T was delivered to the
+parent or a delivery by hand of T was made. A wake that carried a text the parent
+already holds (a copy sent astray) and a progress notice (`outcome: "updated"`) do not
+count. Resolves when T's latest result reaches the parent (or, without one, on such a
+wake or delivery by hand)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .. import handover
+from ..ownership import delivered_by_hand, judged_tasks, normalized
+from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView, WakeView
+from ..times import after
+from .wake_deadlines import Deadline, earliest_by_subject, passed_by_subject
+
+KIND = "misrouted_wake"
+
+
+def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list[Finding]:
+    passed = passed_by_subject(_due(snap, settings), now)
+    return [_finding(snap, snap.tasks[subject[1]], wakes) for subject, wakes in passed.items()]
+
+
+def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dict:
+    """(subject type, id) -> the earliest later time a wake there turns this kind on."""
+    return earliest_by_subject(_due(snap, settings), now)
+
+
+def _due(snap: Snapshot, settings: DetectionSettings) -> list[Deadline]:
+    due = []
+    for task in judged_tasks(snap):
+        for wake in astray(snap, task):
+            due.append((after(wake.queued_at, settings.delivery_grace), ("task", task.id), wake))
+    return due
+
+
+def allowed_targets(snap: Snapshot, task: TaskView) -> set[str]:
+    """Where a task wake of T may go: T's parent thread, and the parent thread of each
+    known task that follows T up (the orchestrator hands the child's later work there)."""
+    follow_ups = _by_key(snap, "follow_ups", _follow_ups).get(task.id, [])
+    return {t.parent_thread for t in [task, *follow_ups] if t.parent_thread is not None}
+
+
+def astray(snap: Snapshot, task: TaskView) -> list[WakeView]:
+    """T's task wakes to a thread it may not go to whose text the parent lacks, while
+    T's parent does not hold T's result; by queue time."""
+    if task.parent_thread is None:
+        return []
+    allowed = allowed_targets(snap, task)
+    wakes = [
+        wake
+        for wake in _by_key(snap, "task_wakes", _task_wakes).get(task.id, [])
+        if wake.thread not in allowed and wake.outcome != "updated"
+    ]
+    if not wakes or parent_holds_result(snap, task):
+        return []
+    held = {normalized(given.text) for given in handover.read(snap, task).reached}
+    return [wake for wake in wakes if (normalized(wake.summary) or None) not in held]
+
+
+def parent_holds_result(snap: Snapshot, task: TaskView) -> bool:
+    """T's latest result reached the parent (the one reading the task page shows); with
+    no latest result, a task wake of T was delivered to the parent or a delivery by hand
+    of T was made (contract §4)."""
+    latest = handover.read(snap, task).latest
+    if latest is not None:
+        return latest.reached
+    if delivered_by_hand(snap, task, any_text=True):
+        return True
+    return any(
+        wake.source_kind == "task" and wake.source_task == task.id and wake.delivered
+        for wake in snap.wakes_by_target.get(task.parent_thread or "", [])
+    )
+
+
+def _by_key(snap: Snapshot, name: str, build) -> dict:
+    key = ("misrouted_wake", name)
+    if key not in snap.memo:
+        snap.memo[key] = build(snap)
+    return snap.memo[key]
+
+
+def _task_wakes(snap: Snapshot) -> dict[str, list[WakeView]]:
+    """Task id -> its task wakes with a known target and queue time, by queue time."""
+    by_task: dict[str, list[WakeView]] = {}
+    for wake in snap.wakes.values():
+        if wake.source_kind == "task" and wake.source_task and wake.thread and wake.queued_at:
+            by_task.setdefault(wake.source_task, []).append(wake)
+    for wakes in by_task.values():
+        wakes.sort(key=lambda w: (w.queued_at, w.id))
+    return by_task
+
+
+def _follow_ups(snap: Snapshot) -> dict[str, list[TaskView]]:
+    by_task: dict[str, list[TaskView]] = {}
+    for task in snap.tasks.values():
+        if task.known and task.follow_up_of is not None:
+            by_task.setdefault(task.follow_up_of, []).append(task)
+    return by_task
+
+
+def _finding(snap: Snapshot, task: TaskView, wakes: list[WakeView]) -> Finding:
+    wakes = sorted(wakes, key=lambda w: (w.queued_at, w.id))
+    targets = list(dict.fromkeys(w.thread for w in wakes))
+    latest = handover.read(snap, task).latest
+    if latest is not None:
+        lacks = f"the task's latest result has not reached the parent: {latest.how}."
+    else:
+        lacks = "no wake or delivery by hand of the task has reached the parent."
+    return Finding(
+        KIND,
+        "task",
+        task.id,
+        {
+            "events": [w.queued_event for w in wakes if w.queued_event],
+            "text": (
+                f"Wake {', '.join(w.id for w in wakes)} of this task went to "
+                f"{', '.join(targets)}, not to its parent thread {task.parent_thread}; " + lacks
+            ),
+            "wakes": [w.id for w in wakes],
+            "targets": targets,
+            "parent_thread": task.parent_thread,
+            "carried": [w.summary for w in wakes],
+            "latest_result": latest.text if latest is not None else None,
+        },
+    )
