@@ -25,6 +25,7 @@ class DetectionSettings:
     wake_start_timeout: float = 120
     dispatch_lag: float = 5
     source_silence: float = 900
+    cancel_grace: float = 60
 
     @classmethod
     def from_overrides(cls, *overrides: dict | None) -> DetectionSettings:

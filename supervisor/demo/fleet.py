@@ -122,6 +122,7 @@ DEMO_DETECTION = {
     "wake_start_timeout": 90,
     "dispatch_lag": 5,
     "source_silence": 45,
+    "cancel_grace": 30,
 }
 DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
 DEMO_RATE = 3.0  # delegations per minute

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from ..snapshot import DetectionSettings, Finding, Snapshot
 from . import (
+    cancel_not_propagated,
     delegation_rejected,
     dispatch_lag,
     duplicate_delegation,
@@ -25,6 +26,7 @@ from . import (
     never_delivered,
     orphan_wake,
     premature_completion,
+    silent_background_item,
     stale_result,
     stuck,
     transient_failure,
@@ -45,6 +47,8 @@ RULES = (
     left_by_restart,
     dispatch_lag,
     delegation_rejected,
+    cancel_not_propagated,
+    silent_background_item,
 )
 
 

@@ -18,6 +18,8 @@ KINDS = {
     "stuck",
     "dispatch_lag",
     "delegation_rejected",
+    "cancel_not_propagated",
+    "silent_background_item",
 }
 
 
