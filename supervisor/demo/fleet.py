@@ -44,6 +44,8 @@ FAILURES = (
     "late_wake",  # the result's wake waits on a busy parent run past `wake_timeout`
     "never_delivered",  # completed; no wake ever comes while the parent idles (T3 #12285)
     "left_by_restart",  # the orchestrator's restart cuts the child's run (T3 #7314)
+    "cancel_not_propagated",  # reported cancelled; the child's run goes on (kilocode #11758)
+    "silent_background_item",  # an awaited monitor never says it ended (T3 #12502)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -84,6 +86,12 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # Its child's run is cut by a restart (`cause: "restart"`) while it is reported
     # running; nothing owned happens after, so `stuck` follows `stuck_after` later.
     "left_by_restart": ("left_by_restart", "stuck"),
+    # Reported cancelled while its only run goes on working and never ends: after
+    # `cancel_grace` the cancel did not reach the child.
+    "cancel_not_propagated": ("cancel_not_propagated",),
+    # Waiting on an awaited monitor that never ends, with nothing on the child thread:
+    # silent after `stuck_after`; then `stuck`'s idle clock runs, `stuck_after` more.
+    "silent_background_item": ("silent_background_item", "stuck"),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -106,12 +114,16 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "remote_monitor",
     "duplicate_delegation",
     "stuck",
+    # Timed against `stuck_after` like stuck: among the slow ones, not at the end.
+    "silent_background_item",
     "left_by_restart",
     "late_wake",
     "orphan_wake",
     "never_delivered",
     "transient_failure",
     "parent_not_active",
+    # Quick (`cancel_grace` after a short run), yet not last: the held wait call is.
+    "cancel_not_propagated",
     "serialized_wait",
 )
 DEMO_DETECTION = {
@@ -122,7 +134,7 @@ DEMO_DETECTION = {
     "wake_start_timeout": 90,
     "dispatch_lag": 5,
     "source_silence": 45,
-    "cancel_grace": 30,
+    "cancel_grace": 20,
 }
 DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
 DEMO_RATE = 3.0  # delegations per minute
@@ -909,6 +921,8 @@ class Fleet:
             "late_wake": self._late_wake,
             "never_delivered": self._never_delivered,
             "left_by_restart": self._left_by_restart,
+            "cancel_not_propagated": self._cancel_not_propagated,
+            "silent_background_item": self._silent_item,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1005,6 +1019,38 @@ class Fleet:
             cause="restart",
         )
         self._falls_due(self.now + self.settings.stuck_after)
+
+    def _cancel_not_propagated(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The orchestrator reports the task cancelled, but the cancel never reaches the
+        child: its run goes on working a while, then hangs, never ended."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        # Short, so that the flag (`cancel_grace` after the cancel) comes early in a demo.
+        yield from self._work(child, run, self._span(4, 12))
+        self._report(task, "cancelled")
+        self._falls_due(self.now + self.settings.cancel_grace)
+        yield from self._work(child, run, self._span(20, 60))
+        self._emit(
+            "run.activity",
+            self.threads[child].env,
+            thread=child,
+            run=run,
+            note=f"Bash: {work.command}",
+        )
+
+    def _silent_item(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """Run 1 starts an awaited monitor and ends waiting on it; the monitor never says
+        it ended and nothing happens on the child thread again (T3 #12502)."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(20, 60))
+        self._background(child, run, "monitor", f"Monitor: {work.command}", True)
+        yield self._span(1, 10)
+        self._finish_run(child, run, "completed", work.interim.format(ref=ref))
+        yield 0.2
+        self._report(task, "waiting", work_state="waiting_for_children")
+        # Silent `stuck_after` after the run's end; `stuck` another `stuck_after` on.
+        self._falls_due(self.now + 2 * self.settings.stuck_after)
 
     def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes and its result's wake is queued at once; the parent run
@@ -1111,7 +1157,9 @@ class Fleet:
             self._report(task, "running", work_state="working")
         else:
             self._report(task, "waiting", work_state="waiting_for_children")
-        yield self._span(60, 600)
+        # A healthy item ends before its thread has been quiet for `stuck_after`
+        # (silent_background_item): one draw either way, so the stream is as before.
+        yield min(self._span(60, 600), 0.8 * self.settings.stuck_after)
         self._emit(
             "background.finished",
             self.threads[child].env,
