@@ -29,6 +29,7 @@ from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, repl
 from supervisor.core.sources import do_create_source
 from supervisor.demo.fleet import (
     FAILURES,
+    PAIRED,
     REAL_FAILURES,
     TRANSIENT_ERRORS,
     Fleet,
@@ -121,7 +122,8 @@ def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
     """The main check: replayed in order on a virtual clock (contract §7), the kinds raised
     at any time are exactly each task's expected and passing ones, and the kinds open at
     the end exactly its expected ones."""
-    fleet = Fleet(149, tasks=13, failure_rate=1.0, opening=FAILURES)
+    # One task a failure, two for a paired one.
+    fleet = Fleet(149, tasks=len(FAILURES) + len(PAIRED), failure_rate=1.0, opening=FAILURES)
     document = fleet.as_scenario()
     assert {task.failure for task in fleet.tasks} >= set(FAILURES)
     late = next(t for t in fleet.tasks if t.failure == "late_wake")
