@@ -381,6 +381,7 @@ SUPERVISOR_DETECTION = {
     "dispatch_lag": env_int("SUPERVISOR_DISPATCH_LAG", 5),
     "source_silence": env_int("SUPERVISOR_SOURCE_SILENCE", 900),
     "spawn_timeout": env_int("SUPERVISOR_SPAWN_TIMEOUT", 120),
+    "cancel_grace": env_int("SUPERVISOR_CANCEL_GRACE", 60),
 }
 
 # Actions (cancel, continue, deliver), in seconds: one connector call's timeout; the

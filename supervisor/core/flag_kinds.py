@@ -257,6 +257,32 @@ CATALOGUE = {
             BY_DELIVERY,
         ),
         _kind(
+            "cancel_not_propagated",
+            {TASK},
+            # The parent was told "cancelled", which is so: only the spending goes on.
+            WARNING,
+            "Cancel did not stop the work",
+            "The task was reported cancelled, yet a run, background item or sub-task it owns "
+            "is still going after the grace: the cancel did not reach that work.",
+            "Cancel again so the child's run stops; stop a background item or sub-task that "
+            "goes on in the orchestrator (or cancel that sub-task).",
+            CANCEL,
+            BY_EVENTS,
+        ),
+        _kind(
+            "silent_background_item",
+            {TASK},
+            # Nothing wrong is with the parent yet; the task may hang for ever unnoticed.
+            WARNING,
+            "Background item silent",
+            "A background item the task waits on still shows as running, yet nothing has "
+            "happened on its thread for a long time: it may have ended without saying so.",
+            "Look at the child thread: if the command or monitor has exited, continue the "
+            "child so that it goes on without it, or cancel the task.",
+            LOOK,
+            BY_EVENTS,
+        ),
+        _kind(
             "source_silent",
             {SOURCE},
             WARNING,

@@ -26,6 +26,7 @@ class DetectionSettings:
     dispatch_lag: float = 5
     source_silence: float = 900
     spawn_timeout: float = 120
+    cancel_grace: float = 60
 
     @classmethod
     def from_overrides(cls, *overrides: dict | None) -> DetectionSettings:

@@ -48,6 +48,8 @@ FAILURES = (
     "completed_on_failure",  # reported completed on an interrupted run (t3code PR #3549)
     "account_limit",  # a usage limit ends the child (Claude Code #83412, Roo #7780)
     "misrouted_wake",  # the completion's wake goes to another lead's thread (Codex #32203)
+    "cancel_not_propagated",  # reported cancelled; the child's run goes on (kilocode #11758)
+    "silent_background_item",  # an awaited monitor never says it ended (T3 #12502)
 )
 
 # Which kinds each failure must open on its task, and why (contract §5). Healthy tasks
@@ -101,6 +103,12 @@ EXPECTED_FLAGS: dict[str | None, tuple[str, ...]] = {
     # result goes to another lead's thread, which takes it: once `delivery_grace` has
     # passed, the parent lacks the result.
     "misrouted_wake": ("misrouted_wake",),
+    # Reported cancelled while its only run goes on working and never ends: after
+    # `cancel_grace` the cancel did not reach the child.
+    "cancel_not_propagated": ("cancel_not_propagated",),
+    # Waiting on an awaited monitor that never ends, with nothing on the child thread:
+    # silent after `stuck_after`; then `stuck`'s idle clock runs, `stuck_after` more.
+    "silent_background_item": ("silent_background_item", "stuck"),
 }
 # Kinds a failure raises and resolves again before `until`: raised, not open at the end.
 PASSING_FLAGS: dict[str | None, tuple[str, ...]] = {
@@ -127,12 +135,16 @@ DEMO_OPENING: tuple[str | None, ...] = (
     "remote_monitor",
     "duplicate_delegation",
     "stuck",
+    # Timed against `stuck_after` like stuck: among the slow ones, not at the end.
+    "silent_background_item",
     "left_by_restart",
     "late_wake",
     "orphan_wake",
     "never_delivered",
     "transient_failure",
     "parent_not_active",
+    # Quick (`cancel_grace` after a short run), yet not last: the held wait call is.
+    "cancel_not_propagated",
     "serialized_wait",
     "delegation_never_started",
     "completed_on_failure",
@@ -148,7 +160,11 @@ DEMO_DETECTION = {
     "dispatch_lag": 5,
     "source_silence": 45,
     "spawn_timeout": 30,
+    "cancel_grace": 20,
 }
+# The opening's last episode starts by then, however many failures it carries, so that
+# the quick ones at its end still flag within the demo's first five minutes.
+OPENING_SPAN = 200.0
 DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
 DEMO_RATE = 3.0  # delegations per minute
 
@@ -853,9 +869,14 @@ class Fleet:
             self._later(self._episode(plan), 0)
             launched += 1
             if launched < len(self.opening):
-                yield round(60.0 / self.rate, 3)
+                yield self._opening_gap()
             else:
                 yield round(self.rng.expovariate(self.rate / 60.0), 3) + 0.5
+
+    def _opening_gap(self) -> float:
+        """Seconds between the opening's episodes: the rate's, closer when a long
+        opening would not have launched its last one by `OPENING_SPAN`."""
+        return round(min(60.0 / self.rate, OPENING_SPAN / max(len(self.opening) - 1, 1)), 3)
 
     def _plan(self, launched: int) -> _Plan:
         budget = None if self.task_limit is None else self.task_limit - self._planned
@@ -964,6 +985,8 @@ class Fleet:
             "completed_on_failure": self._completed_on_failure,
             "account_limit": self._account_limit,
             "misrouted_wake": self._misrouted_wake,
+            "cancel_not_propagated": self._cancel_not_propagated,
+            "silent_background_item": self._silent_item,
         }[plan.shape]
         self._later(flow(task, run, work, ref, plan), 0, owner=task)
 
@@ -1123,6 +1146,38 @@ class Fleet:
         note = f"A result of {task.title!r} arrived here; it is not for this thread."
         self._later(self._end_parent_run(elsewhere, woken, note), 0)
 
+    def _cancel_not_propagated(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """The orchestrator reports the task cancelled, but the cancel never reaches the
+        child: its run goes on working a while, then hangs, never ended."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        # Short, so that the flag (`cancel_grace` after the cancel) comes early in a demo.
+        yield from self._work(child, run, self._span(4, 12))
+        self._report(task, "cancelled")
+        self._falls_due(self.now + self.settings.cancel_grace)
+        yield from self._work(child, run, self._span(20, 60))
+        self._emit(
+            "run.activity",
+            self.threads[child].env,
+            thread=child,
+            run=run,
+            note=f"Bash: {work.command}",
+        )
+
+    def _silent_item(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+        """Run 1 starts an awaited monitor and ends waiting on it; the monitor never says
+        it ended and nothing happens on the child thread again (T3 #12502)."""
+        child = task.child_thread
+        yield from self._started_report(task)
+        yield from self._work(child, run, self._span(20, 60))
+        self._background(child, run, "monitor", f"Monitor: {work.command}", True)
+        yield self._span(1, 10)
+        self._finish_run(child, run, "completed", work.interim.format(ref=ref))
+        yield 0.2
+        self._report(task, "waiting", work_state="waiting_for_children")
+        # Silent `stuck_after` after the run's end; `stuck` another `stuck_after` on.
+        self._falls_due(self.now + 2 * self.settings.stuck_after)
+
     def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes and its result's wake is queued at once; the parent run
         that delegated stays busy, and the wake is delivered only when that run ends."""
@@ -1228,7 +1283,9 @@ class Fleet:
             self._report(task, "running", work_state="working")
         else:
             self._report(task, "waiting", work_state="waiting_for_children")
-        yield self._span(60, 600)
+        # A healthy item ends before its thread has been quiet for `stuck_after`
+        # (silent_background_item): one draw either way, so the stream is as before.
+        yield min(self._span(60, 600), 0.8 * self.settings.stuck_after)
         self._emit(
             "background.finished",
             self.threads[child].env,

@@ -5,12 +5,13 @@ import json
 from urllib.parse import quote
 
 import pytest
+from django.utils.html import escape
 
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Task
 from tests.factories import at, task_events
-from tests.web.conftest import load_own
+from tests.web.conftest import OWN_SCENARIOS, load_own
 
 pytestmark = pytest.mark.django_db
 
@@ -180,3 +181,32 @@ def test_a_task_is_found_by_its_id_or_the_short_id_the_pages_show(client, viewer
         assert response.status_code == 302 and response["Location"] == f"/tasks/{task.pk}/", ref
     response = client.get("/tasks/no-such-task/")
     assert response.status_code == 404 and "no-such-task" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "task_id", "kind", "action"),
+    [
+        ("cancel-not-propagated.json", "task:cn", "cancel_not_propagated", "Cancel the task"),
+        ("silent-background-item.json", "task:sb", "silent_background_item", None),
+    ],
+)
+def test_issue_31s_kinds_show_evidence_meaning_advice_and_action(
+    client, acting, source, scenario, task_id, kind, action
+):
+    source.settings = json.loads((OWN_SCENARIOS / scenario).read_text())["settings"]
+    source.connector = "webhook"
+    source.connector_settings = {"url": "http://127.0.0.1:9/", "secret": "s" * 32}
+    source.save()
+    load_own(source, scenario)
+    client.force_login(acting)
+    html = page(client, task_id)
+    words = kind_of(kind)
+    card = html[html.index(f'<code class="flag-kind">{kind}</code>') :]
+    card = card[: card.index("</article>")]
+    assert "<strong>Evidence:</strong>" in card
+    assert f'<p class="flag-meaning">{escape(words.meaning)}</p>' in card
+    assert f"<strong>Suggested:</strong> {escape(words.advice)}" in card
+    assert f"advice-{words.action}" in card
+    if action is not None:  # the child's run goes on: the cancel is offered, not refused
+        assert "Not possible now" not in html
+        assert f"{action}…</a>" in html

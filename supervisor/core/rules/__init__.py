@@ -17,6 +17,7 @@ from datetime import datetime
 from ..snapshot import DetectionSettings, Finding, Snapshot
 from . import (
     account_limit,
+    cancel_not_propagated,
     completed_on_failure,
     delegation_never_started,
     delegation_rejected,
@@ -29,6 +30,7 @@ from . import (
     never_delivered,
     orphan_wake,
     premature_completion,
+    silent_background_item,
     stale_result,
     stuck,
     transient_failure,
@@ -53,6 +55,8 @@ RULES = (
     completed_on_failure,
     account_limit,
     misrouted_wake,
+    cancel_not_propagated,
+    silent_background_item,
 )
 
 

@@ -16,6 +16,7 @@ from ..ownership import (
 )
 from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView, WakeView
 from ..times import after
+from .silent_background_item import waited_until
 
 KIND = "stuck"
 
@@ -90,12 +91,13 @@ def _idle_due(
     snap: Snapshot, settings: DetectionSettings, task: TaskView
 ) -> tuple[datetime, Happening] | None:
     """When T will have been idle for `stuck_after`, and the last owned happening; None
-    while a wait on an item or a delegated task keeps the clock stopped for good."""
+    while a wait on a delegated task keeps the clock stopped for good (a wait on an item
+    ends when the item falls silent)."""
     happenings = _happenings(snap, task)
     if not happenings:
         return None
     last = max(happenings, key=lambda h: (h.at, h.event_id or ""))
-    when = idle_reached_at(last.at, _waits(snap, task), settings.stuck_after)
+    when = idle_reached_at(last.at, _waits(snap, settings, task), settings.stuck_after)
     return (when, last) if when is not None else None
 
 
@@ -140,11 +142,14 @@ def _happenings(snap: Snapshot, task: TaskView) -> list[Happening]:
     return [h for h in happenings if h.at is not None]
 
 
-def _waits(snap: Snapshot, task: TaskView) -> list[tuple[datetime, datetime | None]]:
+def _waits(
+    snap: Snapshot, settings: DetectionSettings, task: TaskView
+) -> list[tuple[datetime, datetime | None]]:
     """Periods in which T waits on owned work, so its quiet is not idleness: an awaited
-    background item until it finishes, a delegated task until it settles."""
+    background item until it finishes or falls silent (silent_background_item), a
+    delegated task until it settles."""
     waits = [
-        (item.started_at, item.finished_at if item.finished else None)
+        (item.started_at, waited_until(snap, settings, item))
         for item in owned_items(snap, task)
         if awaited(item) and item.started_at is not None
     ]

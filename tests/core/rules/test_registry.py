@@ -22,6 +22,8 @@ KINDS = {
     "completed_on_failure",
     "account_limit",
     "misrouted_wake",
+    "cancel_not_propagated",
+    "silent_background_item",
 }
 
 

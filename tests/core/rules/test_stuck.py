@@ -73,12 +73,47 @@ def test_clock_stops_while_an_awaited_item_is_unfinished():
     # healthy-awaited-background: run 1 ended at 08:01:02 with the report "waiting", but CI
     # (awaited) ran until 08:15:00: waiting on it is not idleness.
     views = task(reports=[running(70)]), run("r1", 1, finished=62), item("ci", started=60)
-    assert open_at(minutes(600), *views) == []
+    assert open_at(62 + STUCK_AFTER, *views) == []
+    assert open_at(62 + 2 * STUCK_AFTER - 1, *views) == []
 
 
-def test_no_next_change_while_an_awaited_item_is_unfinished():
+def test_a_silent_item_no_longer_stops_the_clock():
+    # Issue 31: an item that shows as open while nothing happens on its thread for
+    # stuck_after (silent_background_item) stops the clock no more: it runs from then.
     views = task(reports=[running(70)]), run("r1", 1, finished=62), item("ci", started=60)
-    assert rule.due_times(snapshot(*views), SETTINGS, at(100)) == {}
+    assert open_at(62 + 2 * STUCK_AFTER, *views) == [TASK]
+    assert open_at(minutes(600), *views) == [TASK]
+
+
+def test_anything_on_the_items_thread_keeps_the_wait():
+    # A follow-up run of the child thread is not owned (no happening of T), but it is
+    # something on the item's thread: the item is not silent, so the wait goes on.
+    views = (
+        task(reports=[running(70)]),
+        run("r1", 1, finished=62),
+        item("ci", started=60),
+        run("r2", 2, trigger=("message", None), requested=1500, activity=3000),
+    )
+    assert open_at(3000 + STUCK_AFTER - 1, *views) == []
+    assert open_at(3000 + 2 * STUCK_AFTER - 1, *views) == []
+    assert open_at(3000 + 2 * STUCK_AFTER, *views) == [TASK]
+
+
+def test_next_change_is_when_the_silent_item_stops_the_wait_and_the_clock_runs_out():
+    views = task(reports=[running(70)]), run("r1", 1, finished=62), item("ci", started=60)
+    assert rule.due_times(snapshot(*views), SETTINGS, at(100)) == {
+        ("task", TASK): at(62 + 2 * STUCK_AFTER)
+    }
+
+
+def test_a_finished_item_stops_the_clock_until_its_end():
+    views = (
+        task(reports=[running(70)]),
+        run("r1", 1, finished=62),
+        item("ci", started=60, finished=4000),
+    )
+    assert open_at(4000 + STUCK_AFTER - 1, *views) == []
+    assert open_at(4000 + STUCK_AFTER, *views) == [TASK]
 
 
 def test_an_item_not_awaited_does_not_stop_the_clock():

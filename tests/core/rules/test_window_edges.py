@@ -41,7 +41,9 @@ def family(draw, now):
     """A task with reports, runs, an item, wakes both ways, a task it delegated, a
     rejection and task requests: every view a rule reads, each time drawn from the edges."""
     t = lambda: draw(moments(now))  # noqa: E731
-    terminal = st.sampled_from(["running", "waiting", "completed", "failed", "interrupted"])
+    terminal = st.sampled_from(
+        ["running", "waiting", "completed", "failed", "interrupted", "cancelled"]
+    )
     reports = tuple(
         ReportView(
             f"rep{n}",
