@@ -140,8 +140,8 @@ def flag_entry(
 def reset_snooze(flag: Flag, evidence: dict) -> datetime | None:
     """When an open flag's evidence names a reset (account_limit: the account's limit
     resets then), the time to snooze it until: to the minute, rounded up so the snooze
-    ends once the limit has reset; None when no reset is named, it has passed, or it is
-    further than a snooze may last."""
+    ends once the limit has reset; None when no reset is named, it has passed, it is
+    further than a snooze may last, or the flag is already snoozed until then."""
     if flag.state != Flag.OPEN or not isinstance(evidence.get("resets_at"), str):
         return None
     try:
@@ -153,6 +153,8 @@ def reset_snooze(flag: Flag, evidence: dict) -> datetime | None:
     if reset.second or reset.microsecond:
         reset = reset.replace(second=0, microsecond=0) + timedelta(minutes=1)
     now = clock.now()
+    if flag.snoozed_until is not None and flag.snoozed_until >= reset:
+        return None  # already quiet until the reset: offering it again would do nothing
     return reset if now < reset <= now + SNOOZE_MAX else None
 
 
