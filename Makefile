@@ -30,7 +30,7 @@ run: bootstrap
 
 # Tests keep their database, broker folder and keys apart from `make run`'s.
 test: bootstrap
-	@echo "The whole suite: about 25 minutes on two cores. One part: make test PYTEST_ADDOPTS=tests/web"
+	@echo "The whole suite: about 30 minutes on two cores. One part: make test PYTEST_ADDOPTS=tests/web"
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
 
 # The README's pictures into docs/screenshots/ (Debian's Chromium; about six minutes, the
