@@ -660,10 +660,19 @@ class Fleet:
     def _start_run(self, thread: str, run: str) -> None:
         self._emit("run.started", self.threads[thread].env, thread=thread, run=run)
 
-    def _finish_run(self, thread: str, run: str, status: str, summary: str, error=None) -> None:
+    def _finish_run(
+        self, thread: str, run: str, status: str, summary: str, error=None, **more: Any
+    ) -> None:
         env = self.threads[thread].env
         self._emit(
-            "run.finished", env, thread=thread, run=run, status=status, summary=summary, error=error
+            "run.finished",
+            env,
+            thread=thread,
+            run=run,
+            status=status,
+            summary=summary,
+            error=error,
+            **more,
         )
 
     def _work(self, thread: str, run: str, seconds: float):
@@ -1101,28 +1110,7 @@ class Fleet:
         yield from self._started_report(task)
         yield from self._work(child, run, self._span(10, 30))
         text = f"Stopped on {ref}: {self.rng.choice(ACCOUNT_LIMITS)}"
-        self._emit(
-            "run.finished",
-            self.threads[child].env,
-            thread=child,
-            run=run,
-            status="failed",
-            summary=text,
-            error=text,
-            failure_class="usage_limit",
-        )
-        yield 0.1
-        self._report(
-            task,
-            "failed",
-            work_state="result_available",
-            summary=text,
-            result_run=run,
-            error=text,
-            failure_class="usage_limit",
-        )
-        yield 0.1
-        yield from self._hand_to_parent(task, text, "failed")
+        yield from self._fail(task, run, text, text, failure_class="usage_limit")
 
     def _misrouted_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
         """The child completes; the orchestrator reports it without a text (results go by
@@ -1243,7 +1231,12 @@ class Fleet:
         yield from self._started_report(task)
         yield from self._work(child, run, self._span(30, 240))
         text = self.rng.choice(REAL_FAILURES).format(ref=ref)
-        self._finish_run(child, run, "failed", text, "the check failed")
+        yield from self._fail(task, run, text, "the check failed")
+
+    def _fail(self, task: FleetTask, run: str, text: str, error: str, **more: Any):
+        """The child's run fails with `text`; the task is reported failed with it, and the
+        failure is handed to the parent as the result."""
+        self._finish_run(task.child_thread, run, "failed", text, error, **more)
         yield 0.1
         self._report(
             task,
@@ -1251,7 +1244,8 @@ class Fleet:
             work_state="result_available",
             summary=text,
             result_run=run,
-            error="the check failed",
+            error=error,
+            **more,
         )
         yield 0.1
         yield from self._hand_to_parent(task, text, "failed")
