@@ -240,6 +240,26 @@ class Snapshot:
         return by_target
 
     @cached_property
+    def task_wakes_by_task(self) -> dict[str, list[WakeView]]:
+        """Task id -> its task wakes with a known target and queue time, by queue time."""
+        by_task: dict[str, list[WakeView]] = {}
+        for wake in self.wakes.values():
+            if wake.source_kind == "task" and wake.source_task and wake.thread and wake.queued_at:
+                by_task.setdefault(wake.source_task, []).append(wake)
+        for wakes in by_task.values():
+            wakes.sort(key=lambda w: (w.queued_at, w.id))
+        return by_task
+
+    @cached_property
+    def follow_ups_by_task(self) -> dict[str, list[TaskView]]:
+        """Task id -> the known tasks that follow it up (`follow_up_of`)."""
+        by_task: dict[str, list[TaskView]] = {}
+        for task in self.tasks.values():
+            if task.known and task.follow_up_of is not None:
+                by_task.setdefault(task.follow_up_of, []).append(task)
+        return by_task
+
+    @cached_property
     def tasks_by_parent_thread(self) -> dict[str, list[TaskView]]:
         by_parent: dict[str, list[TaskView]] = {}
         for task in self.tasks.values():

@@ -46,7 +46,7 @@ def _due(snap: Snapshot, settings: DetectionSettings) -> list[Deadline]:
 def allowed_targets(snap: Snapshot, task: TaskView) -> set[str]:
     """Where a task wake of T may go: T's parent thread, and the parent thread of each
     known task that follows T up (the orchestrator hands the child's later work there)."""
-    follow_ups = _by_key(snap, "follow_ups", _follow_ups).get(task.id, [])
+    follow_ups = snap.follow_ups_by_task.get(task.id, [])
     return {t.parent_thread for t in [task, *follow_ups] if t.parent_thread is not None}
 
 
@@ -58,7 +58,7 @@ def astray(snap: Snapshot, task: TaskView) -> list[WakeView]:
     allowed = allowed_targets(snap, task)
     wakes = [
         wake
-        for wake in _by_key(snap, "task_wakes", _task_wakes).get(task.id, [])
+        for wake in snap.task_wakes_by_task.get(task.id, [])
         if wake.thread not in allowed and wake.outcome != "updated"
     ]
     if not wakes or parent_holds_result(snap, task):
@@ -80,32 +80,6 @@ def parent_holds_result(snap: Snapshot, task: TaskView) -> bool:
         wake.source_kind == "task" and wake.source_task == task.id and wake.delivered
         for wake in snap.wakes_by_target.get(task.parent_thread or "", [])
     )
-
-
-def _by_key(snap: Snapshot, name: str, build) -> dict:
-    key = ("misrouted_wake", name)
-    if key not in snap.memo:
-        snap.memo[key] = build(snap)
-    return snap.memo[key]
-
-
-def _task_wakes(snap: Snapshot) -> dict[str, list[WakeView]]:
-    """Task id -> its task wakes with a known target and queue time, by queue time."""
-    by_task: dict[str, list[WakeView]] = {}
-    for wake in snap.wakes.values():
-        if wake.source_kind == "task" and wake.source_task and wake.thread and wake.queued_at:
-            by_task.setdefault(wake.source_task, []).append(wake)
-    for wakes in by_task.values():
-        wakes.sort(key=lambda w: (w.queued_at, w.id))
-    return by_task
-
-
-def _follow_ups(snap: Snapshot) -> dict[str, list[TaskView]]:
-    by_task: dict[str, list[TaskView]] = {}
-    for task in snap.tasks.values():
-        if task.known and task.follow_up_of is not None:
-            by_task.setdefault(task.follow_up_of, []).append(task)
-    return by_task
 
 
 def _finding(snap: Snapshot, task: TaskView, wakes: list[WakeView]) -> Finding:
