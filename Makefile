@@ -39,7 +39,7 @@ screenshots: bootstrap
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test SUPERVISOR_UPDATE_SCREENSHOTS=1 $(PY) -m pytest \
 		tests/browser/screenshots.py tests/browser/test_first_run.py
 
-# Issue 10's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
+# Issues 10, 21 and 32's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
 # an hour and a half on two cores). `--baseline REV` adds a before/after column.
 # Never part of `make test`.
 bench: bootstrap
@@ -47,6 +47,7 @@ bench: bootstrap
 	$(PY) bench/detect_latency.py --runs 3
 	$(PY) bench/at_size.py --scales 0.1,0.3,1.0 --runs 3
 	$(PY) bench/scale_out.py --runs 3
+	$(PY) bench/t3_follow.py --runs 3 --backend both --lag-samples 8
 
 # Known vulnerabilities in the locked dependencies (OSV, else PyPI's JSON API).
 audit:

@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import cProfile
 import json
+import math
 import os
 import platform
 import pstats
@@ -54,7 +55,7 @@ CACHE = Path(tempfile.gettempdir()) / "t3f-bench"
 GENERATOR_VERSION = 3  # bump when the stories change: cached files are made again
 STORIES = ("seed000", "seed001", "seed002", "healthy")
 CHECK_AT = datetime(2026, 11, 20, tzinfo=UTC)  # after every story's `until`
-GOAL_EVENTS_PER_S = 5000
+GOAL_EVENTS_PER_S = 10_000  # T3 rows/s (issue 32; issue 21 asked 5,000)
 GOAL_LAG_S = 2.0
 PG_PREFIX = "t3f_bench"
 
@@ -590,7 +591,7 @@ def report(about, meta, args, results, profile, profile_meta) -> str:
     )
     if len(backends) == 2:
         header += " | PG / SQLite"
-    header += " | goal | best figure / goal |"
+    header += " | goal | worst figure / goal |"
     lines += [header, "|---" * (header.count("|") - 1) + "|"]
 
     def row(label, values, goal="", ratio=True, fmt="{:,.0f}"):
@@ -599,8 +600,9 @@ def report(about, meta, args, results, profile, profile_meta) -> str:
             cells.append(f"{values[1] / values[0]:.2f}" if ratio and values[0] else "")
         share = ""
         if goal:
-            best = max(values) if "lag" not in label else min(values)
-            share = f"{best / goal:.2f}"
+            # Both backends must meet a goal; cut, not rounded: 0.999 is not 1.00.
+            worst = min(values) if "lag" not in label else max(values)
+            share = f"{math.floor(worst / goal * 100) / 100:.2f}"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {goal and f'{goal:,}'} | {share} |")
 
     rows_s = [median(b, "rows") / median(b, "wall") for b in backends]
@@ -622,14 +624,20 @@ def report(about, meta, args, results, profile, profile_meta) -> str:
     row("  import wall time, s", [r["wall"] for r in imports], fmt="{:.1f}")
     row("  contract events from the import", [r["imported"] for r in imports])
     lags = [results[b]["lag"]["lags"] for b in backends]
-    row(
-        "lag, row commit to open flag, median s",
-        [statistics.median(v) for v in lags],
-        GOAL_LAG_S,
-        fmt="{:.2f}",
-    )
-    row("lag, p95 nearest rank, s", [percentile(v, 0.95) for v in lags], GOAL_LAG_S, fmt="{:.2f}")
-    row("lag, max, s", [max(v) for v in lags], fmt="{:.2f}")
+    if all(lags):  # `--lag-samples 0` measures throughput alone
+        row(
+            "lag, row commit to open flag, median s",
+            [statistics.median(v) for v in lags],
+            GOAL_LAG_S,
+            fmt="{:.2f}",
+        )
+        row(
+            "lag, p95 nearest rank, s",
+            [percentile(v, 0.95) for v in lags],
+            GOAL_LAG_S,
+            fmt="{:.2f}",
+        )
+        row("lag, max, s", [max(v) for v in lags], fmt="{:.2f}")
     lines.append(
         "| correct runs | "
         + " | ".join(f"{len(good(b))} of {len(results[b]['runs'])}" for b in backends)
