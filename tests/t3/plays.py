@@ -148,9 +148,9 @@ def play(kit: Path, base: Path) -> str | None:
 
 # Plays again, alone, after the first pass. 0.0.33 races when a child fails before its
 # parent's turn has ended: the wake run stays queued and the kit times out waiting for the
-# parent to be woken (transient-continue, healthy-failure). Measured here: about one play
-# in four on an idle machine and one in three beside another play; a loaded CI machine
-# lost six in a row, so the retries are many (each failed play costs some 75 s).
+# parent to be woken (transient-continue, healthy-failure). Measured here: 1 play in 6
+# alone on a quiet machine, 4 in 16 two at a time; a loaded CI machine lost six in a row,
+# so the retries are many (each failed play costs some 75 s).
 RETRIES = 6
 
 
@@ -188,8 +188,9 @@ def play_all(
 PLAYER = "player.pid"  # the background player's process id, while it runs
 
 
-def wait_for_player(timeout: float = 900) -> None:
-    """Until a background player (if any) has ended: its plays are then on disk."""
+def wait_for_player(timeout: float = 1800) -> None:
+    """Until a background player (if any) has ended: its plays are then on disk. Long
+    enough for its retries (RETRIES): playing beside it would clear its base folders."""
     pid_file = played_root() / PLAYER
     deadline = time.monotonic() + timeout
     while pid_file.is_file() and time.monotonic() < deadline:
