@@ -155,10 +155,17 @@ def reading(snap: Snapshot, task: TaskView) -> dict | None:
     return {
         "limit": words,
         "failure_class": USAGE_LIMIT if USAGE_LIMIT in classes else None,
-        "resets_at": reset[0].strftime("%Y-%m-%dT%H:%M:%SZ") if reset else None,
+        "resets_at": _to_the_second_up(reset[0]) if reset else None,
         "reset_words": reset[1] if reset else None,
         "run": run.id if run is not None and run.failure_class == USAGE_LIMIT else None,
     }
+
+
+def _to_the_second_up(when: datetime) -> str:
+    """Rounded up: a snooze until the named reset must not end before the limit resets."""
+    if when.microsecond:
+        when = when.replace(microsecond=0) + timedelta(seconds=1)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _run_events(snap: Snapshot, evidence: dict) -> list[str]:

@@ -117,6 +117,15 @@ def test_the_reset_time_the_text_gives(text, resets_at):
     assert f"resets at {resets_at[:10]} {resets_at[11:16]} UTC" in found.evidence["text"]
 
 
+def test_a_reset_between_two_seconds_is_named_by_the_later_one():
+    """The evidence names the reset to the second, rounded up: a snooze until it ends
+    once the limit has reset, never a fraction of a second before (a report at
+    22:41:40.4 resetting in 3 hours resets at 01:41:40.4, so 01:41:41)."""
+    reported = report("failed", 100.4, summary="usage limit reached; resets in 3 hours")
+    (found,) = rule.findings(snapshot(task(reports=[reported])), SETTINGS, NOW)
+    assert found.evidence["resets_at"] == "2026-11-06T01:41:41Z"
+
+
 def test_no_reset_time_when_the_text_gives_none():
     (found,) = findings_on(summary="Your credit balance is too low.")
     assert found.evidence["resets_at"] is None
