@@ -34,6 +34,7 @@ from .flags import do_resolve_flag
 from .ingest import do_ingest
 from .loader import load_for_task
 from .models import Action, Flag, IngestedEvent, Run, Source, Task
+from .rules.cancel_not_propagated import unfinished_work
 from .source_names import internal_source_name
 
 log = logging.getLogger(__name__)
@@ -329,6 +330,20 @@ def nothing_to_cancel(snap, view) -> str | None:
     child = ownership.child_thread(snap, view)
     if child and any(r.thread == child and not r.finished for r in snap.runs.values()):
         return None
+    if report.status == "cancelled" and report.cause != "restart":
+        _, items, tasks = unfinished_work(snap, view, report)
+        going = [f"sub-task {sub.id} (cancel it on its own page)" for sub in tasks]
+        going += [
+            f"background item {item.id} (stop it in the orchestrator: it has no command "
+            "to stop one)"
+            for item in items
+        ]
+        if going:
+            # Not "nothing to cancel" beside a flag saying the work goes on: where it is.
+            return (
+                "no run of the child is under way for a cancel to stop; what goes on is "
+                + " and ".join(going)
+            )
     return (
         f"the task has finished ({report.status}) and no run of its child is under way: "
         "there is nothing to cancel"

@@ -134,7 +134,18 @@ def flag_entry(
         "reset": reset,
         # The snooze form's `until` (snooze_times reads it so: UTC, to the minute).
         "reset_until": f"{reset:%Y-%m-%dT%H:%M}" if reset else "",
+        "subtasks": going_subtasks(flag, evidence),
     }
+
+
+def going_subtasks(flag: Flag, evidence: dict) -> list[Task]:
+    """The sub-tasks a cancel did not reach (cancel_not_propagated names them): linked
+    from the flag, as the task's own cancel cannot stop them and each page's can."""
+    ids = evidence.get("tasks") if flag.kind == "cancel_not_propagated" else None
+    if flag.state != Flag.OPEN or not isinstance(ids, list) or not ids:
+        return []
+    found = Task.objects.filter(namespace_id=flag.namespace_id, task_id__in=ids[:20])
+    return list(found.only("pk", "task_id", "title").order_by("task_id"))
 
 
 def reset_snooze(flag: Flag, evidence: dict) -> datetime | None:

@@ -2,11 +2,13 @@
 their evidence and the suggested action, and htmx's partial."""
 
 import json
+from datetime import datetime
 from urllib.parse import quote
 
 import pytest
 from django.utils.html import escape
 
+from supervisor.core.evaluate import evaluate
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Task
@@ -210,3 +212,41 @@ def test_issue_31s_kinds_show_evidence_meaning_advice_and_action(
     if action is not None:  # the child's run goes on: the cancel is offered, not refused
         assert "Not possible now" not in html
         assert f"{action}…</a>" in html
+
+
+def test_a_cancel_that_left_only_a_sub_task_and_an_item_names_them_not_nothing(
+    client, acting, source
+):
+    """The child's run has ended but its sub-task and watcher go on: the task's own cancel
+    has no run to stop, and the page says what goes on and links the sub-task, whose own
+    page can cancel it (it said "there is nothing to cancel" beside the flag saying the
+    work goes on: a dead end)."""
+    scenario = json.loads((OWN_SCENARIOS / "cancel-not-propagated.json").read_text())
+    source.settings = scenario["settings"]
+    source.connector = "webhook"
+    source.connector_settings = {"url": "http://127.0.0.1:9/", "secret": "s" * 32}
+    source.save()
+    ended = {
+        "id": "cn-0014",
+        "type": "run.finished",
+        "at": "2026-11-26T10:08:00.000Z",
+        "data": {
+            "thread": "thread:cn-child",
+            "run": "thread:cn-child~1",
+            "status": "cancelled",
+            "summary": "",
+        },
+    }
+    apply_events(source, [*scenario["events"], ended])
+    evaluate(source.namespace_id, datetime.fromisoformat("2026-11-26T10:10:00+00:00"))
+    client.force_login(acting)
+    html = page(client, "task:cn")
+    assert '<code class="flag-kind">cancel_not_propagated</code>' in html
+    assert "there is nothing to cancel" not in html
+    sub = Task.objects.get(task_id="task:cn-sub")
+    assert f'href="/tasks/{sub.pk}/"' in html
+    card = html[html.index('<code class="flag-kind">cancel_not_propagated</code>') :]
+    card = card[: card.index("</article>")]
+    assert f'<a href="/tasks/{sub.pk}/">' in card, "the flag does not link the sub-task"
+    assert "thread:cn-child/watch-tests" in html
+    assert "stop it in the orchestrator" in html

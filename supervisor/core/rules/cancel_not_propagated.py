@@ -43,21 +43,7 @@ def _due(snap: Snapshot, settings: DetectionSettings, task: TaskView):
     report = task.current_report
     if report is None or report.status != "cancelled" or report.cause == "restart":
         return None
-    by_hand = _operators_runs(snap, task, report)
-    runs = [run for run in owned_runs(snap, task) if run.id not in by_hand]
-    kept = {run.id for run in runs}
-    open_runs = [run for run in runs if not run.finished]
-    open_items = [
-        item
-        for item in owned_items(snap, task)
-        if not item.finished and item_run_id(snap, item) in kept
-    ]
-    open_tasks = [
-        sub
-        for sub in delegated_tasks(snap, task)
-        if delegating_run_id(snap, sub) in kept
-        and (sub.current_report is None or not sub.current_report.terminal)
-    ]
+    open_runs, open_items, open_tasks = unfinished_work(snap, task, report)
     if not (open_runs or open_items or open_tasks):
         return None
     parts, events = [], [report.event_id]
@@ -89,6 +75,28 @@ def _due(snap: Snapshot, settings: DetectionSettings, task: TaskView):
             "tasks": [sub.id for sub in open_tasks],
         },
     )
+
+
+def unfinished_work(snap: Snapshot, task: TaskView, report: ReportView) -> tuple[list, list, list]:
+    """What T owns that is still going after its cancelled `report`: (runs, background
+    items, delegated tasks whose report is not terminal), leaving out an operator's
+    continue by hand after the cancel and what it started."""
+    by_hand = _operators_runs(snap, task, report)
+    runs = [run for run in owned_runs(snap, task) if run.id not in by_hand]
+    kept = {run.id for run in runs}
+    open_runs = [run for run in runs if not run.finished]
+    open_items = [
+        item
+        for item in owned_items(snap, task)
+        if not item.finished and item_run_id(snap, item) in kept
+    ]
+    open_tasks = [
+        sub
+        for sub in delegated_tasks(snap, task)
+        if delegating_run_id(snap, sub) in kept
+        and (sub.current_report is None or not sub.current_report.terminal)
+    ]
+    return open_runs, open_items, open_tasks
 
 
 def _requested_after(run: RunView, report: ReportView) -> bool:
