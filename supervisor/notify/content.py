@@ -13,7 +13,7 @@ from django.urls import reverse
 from supervisor.core import handover
 from supervisor.core.flag_kinds import CRITICAL, kind_of, severity_of
 from supervisor.core.loader import load_for_task
-from supervisor.core.models import Flag
+from supervisor.core.models import Flag, Thread
 
 from .redact import redact
 
@@ -62,6 +62,31 @@ def task_url(flag: Flag) -> str:
     return base_url() + reverse("web:overview")
 
 
+def subject_page(flag: Flag) -> tuple[str, str]:
+    """(what, url) of the page of the flag's subject: its task, its thread (a thread
+    flag has no task page), else the overview."""
+    if flag.task_id:
+        return "Task", task_url(flag)
+    if flag.subject_type == "thread":
+        found = Thread.objects.filter(namespace_id=flag.namespace_id, thread_id=flag.subject_id)
+        if pk := found.values_list("pk", flat=True).first():
+            return "Thread", base_url() + reverse("web:thread", args=[pk])
+    return "Overview", task_url(flag)
+
+
+def subject_link(flag: Flag) -> str:
+    what, url = subject_page(flag)
+    return f"{what}: {url}"
+
+
+def evidence_words(flag: Flag) -> str:
+    """A flag not on a task: its evidence's words (a task flag's alert quotes the task's
+    texts instead, which say more)."""
+    evidence = flag.evidence if isinstance(flag.evidence, dict) else {}
+    text = evidence.get("text")
+    return f"Evidence: {shorten(text)}" if not flag.task_id and isinstance(text, str) else ""
+
+
 # --- messages -----------------------------------------------------------------------
 
 
@@ -108,12 +133,14 @@ def for_flag(flag: Flag, lead: str = "") -> Message:
     lines = [lead + one_line(flag), "", words.meaning]
     if texts:
         lines += ["", f"Given to the parent: {texts[0]}", f"Latest result: {texts[1]}"]
+    if evidence := evidence_words(flag):
+        lines += ["", evidence]
     if reset := reset_words(flag):
         lines += ["", reset]
     lines += [
         "",
         f"Suggested: {words.advice}",
-        f"Task: {task_url(flag)}",
+        subject_link(flag),
         f"Acknowledge or snooze: {ack_url(flag)}",
     ]
     return Message(redact(lead + one_line(flag)), redact("\n".join(lines)))
@@ -132,7 +159,7 @@ def for_flags(flags: list[Flag], lead: str = "") -> Message:
             f"- {one_line(flag)}",
             f"  Suggested: {kind_of(flag.kind).advice}",
             *([f"  {reset}"] if (reset := reset_words(flag)) else []),
-            f"  Task: {task_url(flag)}",
+            f"  {subject_link(flag)}",
             f"  Acknowledge or snooze: {ack_url(flag)}",
         ]
     if len(flags) > WORST:

@@ -13,7 +13,7 @@ from supervisor.core import clock
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.flags import FlagActionError, do_acknowledge_flag, do_snooze_flag
 from supervisor.core.models import Flag
-from supervisor.notify.content import flag_from_token, task_url
+from supervisor.notify.content import flag_from_token, subject_page
 
 SNOOZES = {"1h": 1, "4h": 4, "24h": 24}
 
@@ -46,13 +46,15 @@ def flag_link(request, token: str):
                 error = "Choose acknowledge or a snooze."
         except FlagActionError as exc:
             error = str(exc)
+    page, url = subject_page(flag)
     return render(
         request,
         "notify/flag_link.html",
         {
             "flag": flag,
             "words": kind_of(flag.kind),
-            "task_url": task_url(flag),
+            "subject_page": page.lower(),
+            "subject_url": url,
             "done": done,
             "error": error,
             "snoozes": SNOOZES,

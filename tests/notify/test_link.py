@@ -5,7 +5,7 @@ from datetime import timedelta
 import time_machine
 from django.urls import reverse
 
-from supervisor.core.models import Change
+from supervisor.core.models import Change, Thread
 from supervisor.notify.content import link_token
 from tests.notify.conftest import T0, open_flag
 
@@ -55,3 +55,17 @@ def test_a_tampered_link_is_refused(tasks, client):
     token = link_token(flag.pk)
     response = client.get(reverse("notify:flag-link", args=[token[:-2] + "xx"]))
     assert response.status_code == 403
+
+
+def test_a_thread_flags_link_opens_its_thread(tasks, client):
+    """A flag on a thread names its thread's page (the link said "Open the task" and
+    opened the overview)."""
+    flag = open_flag(tasks, 0, T0)
+    thread = Thread.objects.get(namespace_id=flag.namespace_id, thread_id="thread:t0")
+    flag.task, flag.subject_type, flag.subject_id = None, "thread", thread.thread_id
+    flag.save()
+    html = client.get(url(flag)).content.decode()
+    assert f'<a href="http://127.0.0.1:8000/threads/{thread.pk}/">Open the thread</a>' in html
+    task_flag = open_flag(tasks, 1, T0)
+    html = client.get(url(task_flag)).content.decode()
+    assert f'/tasks/{task_flag.task_id}/">Open the task</a>' in html
