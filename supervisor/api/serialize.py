@@ -35,6 +35,8 @@ def task_summary_json(task: Task, open_flags: list[str]) -> dict:
         "delegated_at": task.delegated_at,
         "reported_at": task.reported_at,
         "open_flags": sorted(open_flags),
+        "assignee": task.assignee.get_username() if task.assignee_id else None,
+        "assigned_at": task.assigned_at,
     }
 
 

@@ -64,7 +64,7 @@ def list_tasks(
 def find_task(task_id: str, namespace: str | None) -> Task:
     """One task by orchestrator id; 409 when the id exists in several namespaces."""
     tasks = Task.objects.filter(task_id=task_id, known=True).select_related(
-        "namespace", "parent_thread", "child_thread"
+        "namespace", "parent_thread", "child_thread", "assignee"
     )
     if namespace:
         tasks = tasks.filter(namespace__name=namespace)

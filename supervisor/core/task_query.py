@@ -10,7 +10,7 @@ PAGE_SIZE = 50
 
 def task_queryset(*, flag=None, state=None, status=None, q=None, namespace=None):
     tasks = Task.objects.filter(known=True).select_related(
-        "namespace", "parent_thread", "child_thread"
+        "namespace", "parent_thread", "child_thread", "assignee"
     )
     if namespace:
         tasks = tasks.filter(namespace__name=namespace)

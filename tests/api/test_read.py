@@ -3,10 +3,13 @@
 from urllib.parse import quote
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from supervisor.core import clock
+from supervisor.core.assignment import do_assign_task
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
+from supervisor.core.models import Task
 from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.factories import make_tasks
@@ -191,3 +194,18 @@ def test_task_detail_gives_the_failure_class_of_reports_and_runs(client, source)
     assert [r["failure_class"] for r in body["runs"]] == ["usage_limit"]
     body = get(client, f"/api/v1/tasks/{quote('task:al-quota', safe='')}", source.token).json()
     assert [r["failure_class"] for r in body["reports"]] == [None]
+
+
+def test_tasks_say_who_is_assigned(client, source, user):
+    """The pages' assignee is in the API too: the list and one task name who holds the
+    task's problem, and since when (null when nobody)."""
+    user.user_permissions.add(Permission.objects.get(codename="act"))
+    make_tasks(source, 2)
+    task = Task.objects.get(task_id="task:t1")
+    do_assign_task(task, user, clock.now())
+    items = {t["id"]: t for t in get(client, "/api/v1/tasks", source.token).json()["items"]}
+    assert items["task:t1"]["assignee"] == user.get_username()
+    assert items["task:t1"]["assigned_at"] is not None
+    assert items["task:t0"]["assignee"] is None and items["task:t0"]["assigned_at"] is None
+    one = get(client, "/api/v1/tasks/task:t1", source.token).json()
+    assert one["assignee"] == user.get_username()
