@@ -2,15 +2,17 @@
 arrival order (contract §5, §7); and each flag depends on the events its evidence names."""
 
 import random
-from dataclasses import replace
 
 import pytest
 
-from supervisor.core.models import Flag
-from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
+from supervisor.core.scenario import Scenario, ThrowAwayStore
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS
+from tests.core import order_judge
 
-SCENARIOS = {path.stem: Scenario.load(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
+PATHS = {path.stem: str(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
+SCENARIOS = {name: Scenario.load(path) for name, path in PATHS.items()}
+BY_PATH = {PATHS[name]: scenario for name, scenario in SCENARIOS.items()}
+PATH_OF = {id(scenario): path for path, scenario in BY_PATH.items()}
 PERMUTATIONS = 50
 
 # The module runs on a throw-away in-memory SQLite store whatever DATABASE_URL names, so
@@ -19,10 +21,64 @@ pytestmark = pytest.mark.own_store
 
 
 @pytest.fixture(scope="module")
-def store(django_db_blocker):
+def store(request, django_db_blocker, tmp_path_factory):
+    """The throw-away store, with the arrivals the selected tests will judge judged
+    already: half of them by a helper process while this one judges the other half
+    (the replays are most of the module's time, and the machine has two cores)."""
     with django_db_blocker.unblock(), ThrowAwayStore() as store:
         store.judged = {}
+        jobs = planned(selected_scenarios(request))
+        helper = order_judge.Helper(jobs[1::2], tmp_path_factory.mktemp("order"))
+        try:
+            for job in jobs[0::2]:
+                judge_job(store, job)
+            store.judged.update(helper.results())
+        finally:
+            helper.stop()
         yield store
+
+
+def selected_scenarios(request) -> list[str]:
+    names = set()
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if item.module is request.module and spec is not None and "name" in spec.params:
+            names.add(spec.params["name"])
+    return sorted(names)
+
+
+def planned(names: list[str]) -> list[tuple]:
+    """The jobs the tests below ask for, but for the evidence tests' (they depend on
+    the flags judged first): every arrival of every selected scenario."""
+    jobs = []
+    for name in names:
+        scenario = SCENARIOS[name]
+        whole = [
+            scenario.events,
+            scenario.events[::-1],
+            wakes_and_reports_first(scenario.events),
+            *random_arrivals(name),
+        ]
+        service = [scenario.events, scenario.events[::-1], *random_arrivals(name)[:8]]
+        jobs += [job_of(scenario, events, as_service=False) for events in whole]
+        jobs += [job_of(scenario, events, as_service=True) for events in service]
+    return list(dict.fromkeys(jobs))
+
+
+def job_of(scenario: Scenario, events: list, *, as_service: bool) -> tuple:
+    """(scenario path, the arrival as positions in the file, as_service)."""
+    position = {id(event): i for i, event in enumerate(scenario.events)}
+    return (PATH_OF[id(scenario)], tuple(position[id(e)] for e in events), as_service)
+
+
+def judge_job(store, job: tuple) -> tuple:
+    if job not in store.judged:
+        path, positions, as_service = job
+        scenario = BY_PATH[path]
+        store.reset()
+        events = [scenario.events[i] for i in positions]
+        store.judged[job] = order_judge.judge(scenario, events, as_service=as_service)
+    return store.judged[job]
 
 
 def judge(store, scenario: Scenario, events: list, *, as_service: bool = False) -> tuple:
@@ -30,17 +86,7 @@ def judge(store, scenario: Scenario, events: list, *, as_service: bool = False) 
     subject id, kind)). A replay is deterministic, so an arrival the tests judge more than
     once (the file order, the reversed one, the random ones the service is held to) is
     replayed once per mode and module."""
-    position = {id(event): i for i, event in enumerate(scenario.events)}
-    key = (id(scenario), tuple(position[id(e)] for e in events), as_service)
-    if key not in store.judged:
-        store.reset()
-        result = replay(replace(scenario, events=events), as_service=as_service)
-        flags = {
-            (f.subject_type, f.subject_id, f.kind): f.evidence
-            for f in Flag.objects.filter(state=Flag.OPEN, subject_type__in=("task", "thread"))
-        }
-        store.judged[key] = (result, flags)
-    return store.judged[key]
+    return judge_job(store, job_of(scenario, events, as_service=as_service))
 
 
 def open_flags(store, scenario: Scenario, events: list) -> dict:
