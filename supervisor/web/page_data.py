@@ -144,7 +144,7 @@ def going_subtasks(flag: Flag, evidence: dict) -> list[Task]:
     ids = evidence.get("tasks") if flag.kind == "cancel_not_propagated" else None
     if flag.state != Flag.OPEN or not isinstance(ids, list) or not ids:
         return []
-    found = Task.objects.filter(namespace_id=flag.namespace_id, task_id__in=ids[:20])
+    found = Task.objects.filter(namespace_id=flag.namespace_id, task_id__in=ids[:20], known=True)
     return list(found.only("pk", "task_id", "title").order_by("task_id"))
 
 
