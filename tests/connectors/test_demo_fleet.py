@@ -9,7 +9,7 @@ import pytest
 
 from supervisor.core.models import Flag
 from supervisor.core.rules import RULES
-from supervisor.core.scenario import Scenario, replay
+from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
 from supervisor.core.snapshot import DetectionSettings
 from supervisor.demo.fleet import (
     DEMO_DETECTION,
@@ -24,6 +24,15 @@ from supervisor.demo.fleet import (
 # source_silent comes from the runner withholding events.
 TASK_AND_THREAD_KINDS = {rule.KIND for rule in RULES}
 FIVE_MINUTES = 300.0
+
+
+@pytest.fixture(scope="module")
+def store(django_db_blocker):
+    """The demo is `make run`'s, on the embedded defaults: its replays run on a
+    throw-away in-memory store whatever DATABASE_URL names (own_store: CI's service run
+    leaves them out rather than repeat them), each test on a fresh copy."""
+    with django_db_blocker.unblock(), ThrowAwayStore() as store:
+        yield store
 
 
 def demo_fleet(seed: int, **more) -> Fleet:
@@ -60,10 +69,12 @@ def replayed(fleet: Fleet, events: list[dict], seconds: float) -> dict:
     return replay(scenario)
 
 
+@pytest.mark.own_store
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
-def test_the_demo_opens_every_task_and_thread_kind_within_five_minutes(db, seed):
+def test_the_demo_opens_every_task_and_thread_kind_within_five_minutes(store, seed):
     """Only the events of the first five minutes, judged at five minutes after the start:
     the opening's timings leave room for the remote clocks' skew (up to 4 s)."""
+    store.reset()
     fleet = demo_fleet(seed)
     taken = take_until(fleet.events(), FIVE_MINUTES)
     events = [event for at, event in taken if at <= FIVE_MINUTES]
@@ -112,9 +123,11 @@ def test_an_opening_and_durations_are_deterministic_and_checked():
         Fleet(1, durations=0)
 
 
+@pytest.mark.own_store
 @pytest.mark.parametrize("seed, cut", [(8, 120), (9, 400)])
-def test_interrupt_all_leaves_no_unfinished_work_to_flag(db, seed, cut):
+def test_interrupt_all_leaves_no_unfinished_work_to_flag(store, seed, cut):
     """Cut before the hang is due (120 s) and after the stuck flag opened (400 s)."""
+    store.reset()
     fleet = demo_fleet(seed)
     stream = fleet.events()
     events = [event for _, event in take_until(stream, cut)]
