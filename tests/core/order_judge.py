@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judge(scenario, events: list, *, as_service: bool) -> tuple[dict, dict]:
-    """Replay one arrival on the current throw-away store, reset first."""
+    """Replay one arrival on the current throw-away store (the caller resets it)."""
+    # Imported here: run as a program, this module sets Django up before models load.
     from supervisor.core.models import Flag
     from supervisor.core.scenario import replay
 
