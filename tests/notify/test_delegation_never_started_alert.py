@@ -7,6 +7,7 @@ import pytest
 
 from supervisor.core.models import Flag, Thread
 from supervisor.jobs import notifications
+from supervisor.notify.content import base_url
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Channel, Notification, Route
 from tests.notify.receivers import HttpReceiver
@@ -50,5 +51,5 @@ def test_a_thread_flags_alert_says_its_evidence_and_links_the_thread(source, rec
         assert notifications.perform(note.pk) == "sent", note.last_error
     received = "\n".join(receiver.raw)
     assert "Evidence: 1 delegation(s) asked for on this thread never started" in received
-    assert f"Thread: http://127.0.0.1:8000/threads/{thread.pk}/" in received
+    assert f"Thread: {base_url()}/threads/{thread.pk}/" in received
     assert "Task: " not in received

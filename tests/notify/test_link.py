@@ -6,7 +6,7 @@ import time_machine
 from django.urls import reverse
 
 from supervisor.core.models import Change, Thread
-from supervisor.notify.content import link_token
+from supervisor.notify.content import base_url, link_token
 from tests.notify.conftest import T0, open_flag
 
 
@@ -65,7 +65,7 @@ def test_a_thread_flags_link_opens_its_thread(tasks, client):
     flag.task, flag.subject_type, flag.subject_id = None, "thread", thread.thread_id
     flag.save()
     html = client.get(url(flag)).content.decode()
-    assert f'<a href="http://127.0.0.1:8000/threads/{thread.pk}/">Open the thread</a>' in html
+    assert f'<a href="{base_url()}/threads/{thread.pk}/">Open the thread</a>' in html
     task_flag = open_flag(tasks, 1, T0)
     html = client.get(url(task_flag)).content.decode()
     assert f'/tasks/{task_flag.task_id}/">Open the task</a>' in html
