@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judge(scenario, events: list, *, as_service: bool) -> tuple[dict, dict]:
-    """Replay one arrival on the current throw-away store (the caller resets it)."""
+    """Replay one arrival on the current throw-away store."""
     # Imported here: run as a program, this module sets Django up before models load.
     from supervisor.core.models import Flag
     from supervisor.core.scenario import replay
@@ -33,6 +33,13 @@ def judge(scenario, events: list, *, as_service: bool) -> tuple[dict, dict]:
         for f in Flag.objects.filter(state=Flag.OPEN, subject_type__in=("task", "thread"))
     }
     return result, flags
+
+
+def judge_arrival(store, scenario, positions, *, as_service: bool) -> tuple[dict, dict]:
+    """Judge the arrival of the scenario's events at `positions` on a fresh copy of the
+    throw-away `store`."""
+    store.reset()
+    return judge(scenario, [scenario.events[i] for i in positions], as_service=as_service)
 
 
 class Helper:
@@ -91,10 +98,7 @@ def main() -> None:
             path, positions, as_service = json.loads(line)
             if path not in scenarios:
                 scenarios[path] = Scenario.load(path)
-            scenario = scenarios[path]
-            store.reset()
-            events = [scenario.events[i] for i in positions]
-            result, flags = judge(scenario, events, as_service=as_service)
+            result, flags = judge_arrival(store, scenarios[path], positions, as_service=as_service)
             body = {"result": result, "flags": [[list(k), v] for k, v in flags.items()]}
             sys.stdout.write(json.dumps(body) + "\n")
 

@@ -74,10 +74,9 @@ def job_of(scenario: Scenario, events: list, *, as_service: bool) -> tuple:
 def judge_job(store, job: tuple) -> tuple:
     if job not in store.judged:
         path, positions, as_service = job
-        scenario = BY_PATH[path]
-        store.reset()
-        events = [scenario.events[i] for i in positions]
-        store.judged[job] = order_judge.judge(scenario, events, as_service=as_service)
+        store.judged[job] = order_judge.judge_arrival(
+            store, BY_PATH[path], positions, as_service=as_service
+        )
     return store.judged[job]
 
 
