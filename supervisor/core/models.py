@@ -15,14 +15,19 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .source_names import INTERNAL_PREFIX, NAME_LENGTH
+
 
 class Namespace(models.Model):
     """Where orchestrator ids are unique; the sources of one installation share one."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=NAME_LENGTH, unique=True)
 
     def __str__(self):
         return self.name
+
+
+SOURCE_NAME_LENGTH = len(INTERNAL_PREFIX) + NAME_LENGTH
 
 
 class Source(models.Model):
@@ -30,7 +35,8 @@ class Source(models.Model):
 
     SCOPES = ("ingest", "read", "act", "metrics")
 
-    name = models.CharField(max_length=200, unique=True)
+    # Internal sources are named `supervisor@NAMESPACE`: a namespace's longest name and more.
+    name = models.CharField(max_length=SOURCE_NAME_LENGTH, unique=True)
     namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="sources")
     token_hash = models.CharField(max_length=64, unique=True)
     token_prefix = models.CharField(max_length=12, help_text="Shown to tell tokens apart.")
@@ -460,7 +466,8 @@ class Action(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=200, default="")  # user:NAME | source:NAME
+    # user:NAME | source:NAME, whatever the length of the name.
+    actor_name = models.CharField(max_length=len("source:") + SOURCE_NAME_LENGTH, default="")
     idempotency_key = models.CharField(max_length=200)
     state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)

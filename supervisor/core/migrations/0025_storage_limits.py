@@ -1,6 +1,7 @@
-"""The index of a task's title key over its hash (issue 39): a title of more than about
-2,700 bytes (after compression) did not fit a btree row, and PostgreSQL refused its
-whole batch."""
+"""What storage holds (issue 39). The index of a task's title key is over its hash: a
+title of more than about 2,700 bytes (after compression) did not fit a btree row, and
+PostgreSQL refused its whole batch. A source's name holds an internal source's
+(`supervisor@` and a namespace's 200 characters), an action's actor `source:` and it."""
 
 from django.db import migrations, models
 from django.db.models.functions import MD5
@@ -33,5 +34,15 @@ class Migration(migrations.Migration):
             index=models.Index(
                 fields=["parent_thread", "title_hash"], name="task_parent_title_hash"
             ),
+        ),
+        migrations.AlterField(
+            model_name="source",
+            name="name",
+            field=models.CharField(max_length=211, unique=True),
+        ),
+        migrations.AlterField(
+            model_name="action",
+            name="actor_name",
+            field=models.CharField(default="", max_length=218),
         ),
     ]
