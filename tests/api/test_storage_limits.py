@@ -133,7 +133,7 @@ BASES = {
     "wake.queued": {
         "wake": "wake:x",
         "thread": "thread:x",
-        "source": {"kind": "task", "task": "t"},
+        "source": {"kind": "task", "task": "task:x"},
     },
     "wake.delivered": {"wake": "wake:x"},
     "tool.rejected": {"thread": "thread:x", "tool": "t", "code": "c", "message": "m"},
@@ -221,7 +221,9 @@ def batches(draw):
 
 def placed(kind: str, path: str, text: str, event_id: str) -> dict:
     event = {"id": event_id, "type": kind, "at": "2026-11-05T22:40:00Z"}
-    event["data"] = json.loads(json.dumps(BASES[kind]))
+    # Entities of its own: a probe sharing a task with another might lose the merge to it.
+    own = json.dumps(BASES[kind]).replace(':x"', f':{event_id}"').replace(':p"', f':p{event_id}"')
+    event["data"] = json.loads(own)
     *parents, last = path.split(".")
     where = event
     for name in parents:
