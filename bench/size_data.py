@@ -87,9 +87,9 @@ class Tables:
     COLUMNS = {
         "core_thread": "id thread_id title parent_thread_id provider model seen_at seen_event "
         "namespace_id evaluated_at last_event_at next_check_at",
-        "core_task": "id task_id known title title_key mode prompt client_request_id parent_run_id "
-        "target_env requested_at follow_up_of delegated_at delegated_event env status "
-        "work_state summary result_run_id error pending_child_runs reported_at report_event "
+        "core_task": "id task_id known title title_key title_hash mode prompt client_request_id "
+        "parent_run_id target_env requested_at follow_up_of delegated_at delegated_event env "
+        "status work_state summary result_run_id error pending_child_runs reported_at report_event "
         "namespace_id child_thread_id parent_thread_id evaluated_at last_event_at next_check_at",
         "core_run": "id run_id ordinal trigger_kind trigger_ref requested_at started_at "
         "finished_at status summary error last_activity_at env requested_event started_event "
@@ -714,6 +714,7 @@ class Builder:
             True,
             title,
             " ".join(title.split()),  # the title as the contract compares it
+            hashlib.md5(" ".join(title.split()).encode()).hexdigest(),  # Task.hash_title
             "async",
             prompt,
             None,

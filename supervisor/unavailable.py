@@ -1,6 +1,8 @@
 """The database is down, restarting, or its pool has no connection to give within its
 timeout: answer 503 with Retry-After rather than a 500, so that clients retry instead
-of giving up (what they sent was not stored; sending it again is safe).
+of giving up (what they sent was not stored; sending it again is safe). Only an error
+a retry can cure is answered so (core.storage_errors): a value or an index row the
+server refuses is refused again on every retry, and a 503 would hold its sender for ever.
 
 JSON `{"error": ...}` under /api/ and for /metrics, a short page otherwise. Logged as
 one warning per outage, not a traceback per request. The API's own exception handler
@@ -10,26 +12,18 @@ one warning per outage, not a traceback per request. The API's own exception han
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from supervisor.core.storage_errors import curable, driver_errors
+
 log = logging.getLogger(__name__)
 
 
-def _driver_errors() -> tuple[type[Exception], ...]:
-    # Raw driver cursors (COPY, say) raise the driver's own classes, not Django's.
-    found: list[type[Exception]] = [sqlite3.OperationalError, sqlite3.InterfaceError]
-    try:
-        import psycopg
-    except ImportError:  # SQLite only
-        return tuple(found)
-    return (*found, psycopg.OperationalError, psycopg.InterfaceError)
-
-
-UNAVAILABLE = (OperationalError, InterfaceError, *_driver_errors())
+# The classes that may be an outage; `curable` tells which instances are.
+UNAVAILABLE = (OperationalError, InterfaceError, *driver_errors())
 RETRY_AFTER = 3  # seconds: about how long a PostgreSQL restart takes
 WARN_EVERY = 60.0  # seconds between warnings while the outage lasts
 MESSAGE = f"the database is unavailable; nothing was stored, try again in {RETRY_AFTER} s"
@@ -44,7 +38,10 @@ _last_warning = 0.0
 
 
 def unavailable_response(request: HttpRequest, exc: Exception) -> HttpResponse:
-    """The 503 for a database error, logged at most once a minute."""
+    """The 503 for a database error, logged at most once a minute; an error no retry
+    cures is raised again (the API's handler calls this for any of UNAVAILABLE)."""
+    if not curable(exc):
+        raise exc
     global _last_warning
     now = time.monotonic()
     if now - _last_warning >= WARN_EVERY:
@@ -71,6 +68,6 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
-        if isinstance(exc, UNAVAILABLE):
+        if isinstance(exc, UNAVAILABLE) and curable(exc):
             return unavailable_response(request, exc)
         return None

@@ -79,8 +79,8 @@ def do_replay_dead_letter(dead_letter: DeadLetter, body_text: str, by=None) -> I
                 raise ReplayError("its source no longer exists: there is no one to replay it as")
             result = do_ingest(source, events)  # evaluated once the replay commits
             if result.rejected:
-                # Checked above, so this cannot happen; if it does, roll the new dead
-                # letters back rather than keep a second copy of this one.
+                # Checked above, so only storage can refuse one now (core.storage_errors);
+                # roll the new dead letters back rather than keep a second copy of this one.
                 raise ReplayError("; ".join(r["error"] for r in result.rejected))
             letter.replayed_at, letter.replay_error = clock.now(), None
             letter.save(update_fields=["replayed_at", "replay_error"])

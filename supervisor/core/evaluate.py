@@ -98,11 +98,12 @@ def affected_subjects(
         if parent:
             families[parent].add(title)
     for parent, titles in families.items():
-        tasks |= set(
-            Task.objects.filter(ns, parent_thread_id=parent, title_key__in=titles).values_list(
-                "task_id", flat=True
-            )
+        # By task_parent_title_hash; the keys themselves decide.
+        hashes = {Task.hash_title(title) for title in titles}
+        same_work = Task.objects.filter(
+            ns, parent_thread_id=parent, title_hash__in=hashes, title_key__in=titles
         )
+        tasks |= set(same_work.values_list("task_id", flat=True))
     return tasks, threads | targets
 
 

@@ -43,6 +43,7 @@ from .models import (
 )
 from .ownership import normalized
 from .retention import known_event_ids
+from .storage_errors import refusal, refused_for_good
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
     raw_by_id: dict[str, Any] = {}
     dead: list[dict[str, Any]] = []  # DeadLetter fields: rows are made per attempt
     seen_in_batch: set[str] = set()
+    index_of: dict[str, int] = {}  # a valid event's place in the batch, by its id
     for index, raw in enumerate(raw_events):
         if isinstance(raw, UnreadableLine):
             error = storable(raw.error)
@@ -103,8 +105,53 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         seen_in_batch.add(event.id)
         valid.append(event)
         raw_by_id[event.id] = raw
+        index_of[event.id] = index
 
-    return retrying(lambda: _store(source, valid, raw_by_id, dead, result))
+    return _store_or_refuse(source, valid, raw_by_id, index_of, dead, result)
+
+
+def _store_or_refuse(
+    source: Source,
+    valid: list[Event],
+    raw_by_id: dict[str, Any],
+    index_of: dict[str, int],
+    dead: list[dict[str, Any]],
+    parsed: IngestResult,
+) -> IngestResult:
+    """Store the batch. When storage refuses it for good (an error no retry cures,
+    core.storage_errors), find the events it cannot hold by halves, as the sweep finds
+    a failing subject, and refuse each as a dead letter saying what refused it: the
+    rest of the batch is stored, and its sender is never told to retry what would be
+    refused again (it would be stuck)."""
+    try:
+        return retrying(lambda: _store(source, valid, raw_by_id, dead, parsed))
+    except DatabaseError as exc:
+        if not valid or not refused_for_good(exc):
+            raise
+        error = exc  # handled outside this block: a refusal's traceback stays one
+    if len(valid) == 1:
+        event = valid[0]
+        message = storable(f"event: {refusal(error)}")
+        log.warning("event %r of %s refused by storage: %s", event.id, source, message)
+        refused = IngestResult(
+            duplicates=parsed.duplicates,
+            rejected=[
+                *parsed.rejected,
+                {"index": index_of[event.id], "id": event.id, "error": message},
+            ],
+        )
+        letter = {"event_id": event.id, "body": _dump(raw_by_id[event.id]), "error": message}
+        return retrying(lambda: _store(source, [], raw_by_id, [*dead, letter], refused))
+    half = len(valid) // 2
+    first = _store_or_refuse(source, valid[:half], raw_by_id, index_of, dead, parsed)
+    second = _store_or_refuse(source, valid[half:], raw_by_id, index_of, [], IngestResult())
+    return IngestResult(
+        accepted=first.accepted + second.accepted,
+        duplicates=first.duplicates + second.duplicates,
+        rejected=sorted(first.rejected + second.rejected, key=lambda r: r["index"]),
+        touched_tasks=first.touched_tasks | second.touched_tasks,
+        touched_threads=first.touched_threads | second.touched_threads,
+    )
 
 
 def _store(
@@ -392,6 +439,7 @@ class Mirror:
             task["known"] = True
             task["parent_thread_id"], task["child_thread_id"] = parent, child
             task["title"], task["title_key"] = data.title, normalized(data.title) or ""
+            task["title_hash"] = Task.hash_title(task["title_key"])
             task["mode"] = data.mode
             task["prompt"] = data.prompt
             task["client_request_id"] = data.client_request_id

@@ -322,30 +322,33 @@ PAIRS_PER_QUERY = 200  # elsewhere than PostgreSQL: two parameters each, an OR o
 
 def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tuple[int, int]]:
     """(pk, child thread pk) of the tasks under each (parent thread pk, title key): one
-    probe of task_parent_title per pair. Both columns as `= ANY` lists would match
-    every parent with every title; PostgreSQL (before 17) then reads the parents' whole
-    families rather than probe the index for each combination."""
+    probe of task_parent_title_hash per pair, the key itself compared on the rows found.
+    Both columns as `= ANY` lists would match every parent with every title; PostgreSQL
+    (before 17) then reads the parents' whole families rather than probe the index for
+    each combination."""
     if not pairs:
         return []
     if connection.vendor == "postgresql":
         parents, titles = zip(*sorted(pairs), strict=True)
+        hashes = [Task.hash_title(title) for title in titles]
         with connection.cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT t.id, t.child_thread_id
                 FROM {connection.ops.quote_name(Task._meta.db_table)} t
-                JOIN unnest(%s::bigint[], %s::text[]) AS k(parent, title)
-                  ON t.parent_thread_id = k.parent AND t.title_key = k.title
+                JOIN unnest(%s::bigint[], %s::text[], %s::text[]) AS k(parent, hash, title)
+                  ON t.parent_thread_id = k.parent AND t.title_hash = k.hash
+                  AND t.title_key = k.title
                 WHERE t.namespace_id = %s
                 """,
-                [list(parents), list(titles), namespace_id],
+                [list(parents), hashes, list(titles), namespace_id],
             )
             return cursor.fetchall()
     found, pairs = [], sorted(pairs)
     for start in range(0, len(pairs), PAIRS_PER_QUERY):
         where = Q()
         for parent, title in pairs[start : start + PAIRS_PER_QUERY]:
-            where |= Q(parent_thread_id=parent, title_key=title)
+            where |= Q(parent_thread_id=parent, title_hash=Task.hash_title(title), title_key=title)
         found += Task.objects.filter(where, namespace_id=namespace_id).values_list(
             "pk", "child_thread_id"
         )

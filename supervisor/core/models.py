@@ -15,14 +15,19 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .source_names import INTERNAL_PREFIX, NAME_LENGTH
+
 
 class Namespace(models.Model):
     """Where orchestrator ids are unique; the sources of one installation share one."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=NAME_LENGTH, unique=True)
 
     def __str__(self):
         return self.name
+
+
+SOURCE_NAME_LENGTH = len(INTERNAL_PREFIX) + NAME_LENGTH
 
 
 class Source(models.Model):
@@ -30,7 +35,8 @@ class Source(models.Model):
 
     SCOPES = ("ingest", "read", "act", "metrics")
 
-    name = models.CharField(max_length=200, unique=True)
+    # Internal sources are named `supervisor@NAMESPACE`: a namespace's longest name and more.
+    name = models.CharField(max_length=SOURCE_NAME_LENGTH, unique=True)
     namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="sources")
     token_hash = models.CharField(max_length=64, unique=True)
     token_prefix = models.CharField(max_length=12, help_text="Shown to tell tokens apart.")
@@ -78,6 +84,9 @@ class Environment(models.Model):
             models.UniqueConstraint(fields=["namespace", "name"], name="environment_unique")
         ]
 
+
+# md5 of "": the title hash of a task with no title yet (a placeholder row).
+EMPTY_MD5 = hashlib.md5(b"").hexdigest()
 
 # A task or thread touched by an event after its last evaluation (or never evaluated
 # since one): what evaluation jobs and the sweep look for. Each model keeps these rows
@@ -130,6 +139,10 @@ class Task(models.Model):
     # the same work delegated again is found under its parent by index, never by reading
     # every title there.
     title_key = models.TextField(default="", db_default="")
+    # The index's stand-in for title_key (hash_title): a btree row holds about 2,700
+    # bytes and a title is as long as its orchestrator wrote it. Queries compare
+    # title_key too, so equal titles still match and a collision matches nothing.
+    title_hash = models.CharField(max_length=32, default=EMPTY_MD5, db_default=EMPTY_MD5)
     mode = models.CharField(max_length=10, null=True)
     prompt = models.TextField(null=True)
     client_request_id = models.CharField(max_length=500, null=True)
@@ -166,7 +179,7 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["next_check_at"], name="task_due"),
             models.Index(fields=["namespace"], condition=OUT_OF_DATE, name="task_out_of_date"),
-            models.Index(fields=["parent_thread", "title_key"], name="task_parent_title"),
+            models.Index(fields=["parent_thread", "title_hash"], name="task_parent_title_hash"),
             # The list: newest first with keyset pagination, and its filters.
             models.Index(fields=["-delegated_at", "-id"], name="task_newest"),
             models.Index(fields=["status", "-delegated_at", "-id"], name="task_status_newest"),
@@ -176,6 +189,11 @@ class Task(models.Model):
 
     def __str__(self):
         return self.title or self.task_id
+
+    @staticmethod
+    def hash_title(title_key: str) -> str:
+        """title_hash: md5, as PostgreSQL's md5() and Django's MD5 write it."""
+        return hashlib.md5(title_key.encode()).hexdigest()
 
 
 class TaskReport(models.Model):
@@ -448,7 +466,8 @@ class Action(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=200, default="")  # user:NAME | source:NAME
+    # user:NAME | source:NAME, whatever the length of the name.
+    actor_name = models.CharField(max_length=len("source:") + SOURCE_NAME_LENGTH, default="")
     idempotency_key = models.CharField(max_length=200)
     state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)

@@ -17,6 +17,9 @@ from __future__ import annotations
 import unicodedata
 
 INTERNAL_PREFIX = "supervisor@"
+# The longest source or namespace name taken from people (the admin form, create_source);
+# an internal source's name is longer by its prefix.
+NAME_LENGTH = 200
 DEMO = "demo"  # the simulated fleet's source and namespace
 
 

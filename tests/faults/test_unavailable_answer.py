@@ -7,8 +7,8 @@ from unittest import mock
 
 import psycopg
 import pytest
-from django.db import OperationalError
-from django.test import RequestFactory
+from django.db import DataError, OperationalError
+from django.test import Client, RequestFactory
 
 from supervisor.unavailable import DatabaseUnavailableMiddleware
 
@@ -48,3 +48,56 @@ def test_metrics_get_json_and_pages_get_a_page(path, kind):
 def test_other_errors_are_left_alone():
     middleware = DatabaseUnavailableMiddleware(lambda request: None)
     assert middleware.process_exception(RequestFactory().get("/"), ValueError("a bug")) is None
+
+
+def refused(error):
+    """A psycopg error the server sent, as Django raises it (its own class around it)."""
+    wrapper = OperationalError(str(error)) if isinstance(error, psycopg.OperationalError) else None
+    wrapper = wrapper or DataError(str(error))
+    wrapper.__cause__ = error
+    return wrapper
+
+
+# What the server refuses however often it is sent (issue 39: psycopg files class 54,
+# an index row past the btree limit, under OperationalError).
+REFUSED = [
+    psycopg.errors.ProgramLimitExceeded(
+        'index row size 2824 exceeds btree version 4 maximum 2704 for index "task_parent_title"'
+    ),
+    psycopg.errors.StringDataRightTruncation("value too long for type character varying(200)"),
+    psycopg.errors.NumericValueOutOfRange("integer out of range"),
+]
+
+
+@pytest.mark.parametrize("error", REFUSED, ids=["index-row", "too-long", "out-of-range"])
+def test_an_error_no_retry_cures_is_no_503(settings, error):
+    settings.DEBUG = False
+    client = Client(raise_request_exception=False)
+    with mock.patch("supervisor.api.auth.source_for_token", side_effect=refused(error)):
+        response = client.post(
+            "/api/v1/events",
+            {"events": []},
+            content_type="application/json",
+            headers={"Authorization": "Bearer some-token"},
+        )
+    assert response.status_code == 500
+    assert "Retry-After" not in response
+    middleware = DatabaseUnavailableMiddleware(lambda request: None)
+    assert middleware.process_exception(RequestFactory().get("/tasks/"), refused(error)) is None
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        psycopg.errors.SerializationFailure("could not serialize access"),
+        psycopg.errors.DeadlockDetected("deadlock detected"),
+        psycopg.errors.AdminShutdown("terminating connection due to administrator command"),
+        psycopg.errors.TooManyConnections("sorry, too many clients already"),
+        psycopg.errors.LockNotAvailable("could not obtain lock"),
+    ],
+    ids=["serialization", "deadlock", "shutdown", "connections", "lock"],
+)
+def test_an_error_a_retry_cures_is_a_503(error):
+    middleware = DatabaseUnavailableMiddleware(lambda request: None)
+    response = middleware.process_exception(RequestFactory().get("/tasks/"), refused(error))
+    assert response.status_code == 503 and response["Retry-After"] == "3"

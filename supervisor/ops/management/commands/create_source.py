@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from supervisor.core.connectors import SettingsError
 from supervisor.core.models import Source
 from supervisor.core.snapshot import DetectionSettings
-from supervisor.core.source_names import ReservedName
+from supervisor.core.source_names import NAME_LENGTH, ReservedName
 from supervisor.core.sources import ScopeError, check_connector, do_add_source
 
 
@@ -35,6 +35,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, name, namespace, scopes, detection, connector, connector_settings, **options):
+        for what, value in (("the name", name), ("--namespace", namespace or "")):
+            if len(value) > NAME_LENGTH:
+                raise CommandError(f"{what} is over {NAME_LENGTH} characters")
         if Source.objects.filter(name=name).exists():
             raise CommandError(f"a source named {name!r} exists already")
         try:
