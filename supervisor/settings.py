@@ -428,6 +428,11 @@ _host = env("HOST", "127.0.0.1").strip("[]")
 _host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(_host, _host)
 _host = f"[{_host}]" if ":" in _host else _host
 SUPERVISOR_BASE_URL = env("SUPERVISOR_BASE_URL", "") or f"http://{_host}:{PORT}"
+# Where alert channels and webhook connectors may send (supervisor/core/outbound.py):
+# link-local and cloud metadata addresses never; loopback and private ones only when
+# this is on. On by default for `make run` (the demo's receiver is on loopback) and the
+# tests; off by default behind HTTPS, as production runs.
+SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = env_bool("SUPERVISOR_OUTBOUND_ALLOW_PRIVATE", not HTTPS)
 # Email channels: one mailer, configured from the environment.
 MAILERS = {
     "default": {

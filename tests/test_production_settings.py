@@ -96,3 +96,75 @@ def test_secrets_are_read_from_files_and_https_answers_are_hardened(tmp_path):
     assert "Secure" in seen["cookie"] and "SameSite=Lax" in seen["cookie"]
     # The key was not written to var/: the file was the only source.
     assert not (tmp_path / "var" / "secret_key").exists()
+
+
+OUTBOUND_PROBE = """
+import json
+from django.conf import settings
+from supervisor.connectors.webhook.connector import WebhookConnector
+from supervisor.core.connectors import SettingsError
+from supervisor.notify.channels import target_refusal
+
+def webhook(url):
+    try:
+        WebhookConnector.check_settings({"url": url, "secret": "0123456789abcdef"})
+    except SettingsError as exc:
+        return str(exc)
+    return None
+
+print(json.dumps({
+    "allow_private": settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE,
+    "webhook_loopback": webhook("http://127.0.0.1:8001/"),
+    "webhook_metadata": webhook("http://169.254.169.254/"),
+    "channel_private": target_refusal("apprise", "json://10.0.0.8/hook"),
+}))
+"""
+
+
+def test_outbound_requests_to_private_addresses_are_refused_by_default_in_production(tmp_path):
+    done = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        OUTBOUND_PROBE,
+        SECRET_KEY=secrets.token_urlsafe(50),
+        SUPERVISOR_HTTPS="1",
+    )
+    assert done.returncode == 0, done.stderr
+    production = json.loads(done.stdout.strip().splitlines()[-1])
+    assert production["allow_private"] is False
+    assert production["webhook_loopback"] == (
+        "url: 127.0.0.1 is a loopback address, allowed only with "
+        "SUPERVISOR_OUTBOUND_ALLOW_PRIVATE=1"
+    )
+    assert production["channel_private"] == (
+        "its host is a private address, allowed only with SUPERVISOR_OUTBOUND_ALLOW_PRIVATE=1"
+    )
+    assert production["webhook_metadata"] == (
+        "url: 169.254.169.254 is a link-local address, where cloud metadata services "
+        "answer, never allowed"
+    )
+
+
+def test_outbound_requests_to_loopback_are_allowed_by_the_embedded_defaults(tmp_path):
+    """`make run`'s demo receiver and the tests' receivers are on loopback."""
+
+    def allowed(**env) -> str:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import supervisor.settings as s; print(s.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE)",
+            ],
+            cwd=ROOT,
+            env={"PATH": os.environ["PATH"], "SUPERVISOR_VAR_DIR": str(tmp_path / "var"), **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert allowed() == "True"
+    assert allowed(SUPERVISOR_HTTPS="1") == "False"
+    assert allowed(SUPERVISOR_HTTPS="1", SUPERVISOR_OUTBOUND_ALLOW_PRIVATE="1") == "True"

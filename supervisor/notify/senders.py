@@ -1,7 +1,8 @@
-"""One attempt to send one message over one channel: Apprise for URLs, Django's mail
-backend for addresses. Failures are raised as SendError, saying whether a retry can help
-(a permanent error: a bad URL, a message that cannot be encoded, a refusal that will not
-change, a redirect). Texts that go into a header pass `header_text` first."""
+"""One attempt to send one message over one channel: Apprise for URLs (through the
+outbound guard, supervisor/core/outbound.py), Django's mail backend for addresses.
+Failures are raised as SendError, saying whether a retry can help (a permanent error: a
+bad URL, a message that cannot be encoded, a refusal that will not change, a redirect,
+an address the guard refuses). Texts that go into a header pass `header_text` first."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import smtplib
 import apprise
 from django.conf import settings
 from django.core.mail import EmailMessage
+
+from supervisor.core import outbound
 
 from .escaping import as_sent_to
 from .headers import header_text
@@ -62,8 +65,18 @@ def _send_apprise(channel: Channel, subject: str, body: str, timeout: float) -> 
         one.add(service)
         # The text is text, whatever the service renders (escaping.py).
         title, text, body_format = as_sent_to(service, subject, body)
-        sent = one.notify(title=title, body=text, body_format=body_format)
-        if not sent:
+        # Whatever the plugin speaks (HTTP, SMTP, …), each address it resolves and each
+        # socket it opens is checked before anything leaves.
+        with outbound.guard() as checked:
+            sent = one.notify(title=title, body=text, body_format=body_format)
+        if checked.refusals:
+            refused.append(
+                SendError(
+                    f"channel {channel.name}: not sent: {checked.refusals[0].without_address()}",
+                    retryable=False,
+                )
+            )
+        elif not sent:
             refused.append(_refusal(channel, sent))
     if refused:
         # A retry sends to every service again: worth it only if each refusal may pass.

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from supervisor.core import clock
-from supervisor.notify.channels import do_send_test
+from supervisor.notify.channels import do_send_test, target_refusal
 from supervisor.notify.edits import do_save_channel, do_save_route, do_set_channel_enabled
 from supervisor.notify.models import Channel, Notification, Route
 from supervisor.notify.outbox import RETRYABLE, do_retry_now
@@ -89,6 +89,10 @@ def channel_enabled(request, pk: int):
 @require_POST
 def channel_test(request, pk: int):
     channel = get_object_or_404(Channel, pk=pk)
+    problem = target_refusal(channel.kind, channel.target)
+    if problem:  # saved before the guard, or before the setting changed
+        messages.error(request, f"No test message was sent to {channel.name}: {problem}.")
+        return redirect("notify:admin-channels")
     note = do_send_test(channel, clock.now())
     if note is None:
         messages.error(request, f"No test message was queued for {channel.name}; try again.")

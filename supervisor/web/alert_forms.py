@@ -11,6 +11,7 @@ from django.core.validators import validate_email
 from supervisor.core.flag_kinds import kind_of
 from supervisor.core.models import Source
 from supervisor.core.source_names import reads_as_internal
+from supervisor.notify.channels import target_refusal
 from supervisor.notify.models import Channel, Route
 
 from .page_data import FLAG_KINDS
@@ -58,6 +59,8 @@ class ChannelForm(forms.ModelForm):
         if kind == Channel.APPRISE:
             if not apprise.Apprise().add(target):
                 self.add_error("target", "Target: Apprise does not accept this URL.")
+            elif problem := target_refusal(kind, target):
+                self.add_error("target", f"Target: {problem}.")
         elif kind == Channel.EMAIL:
             addresses = [a.strip() for a in target.split(",") if a.strip()]
             bad = []

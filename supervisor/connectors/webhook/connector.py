@@ -10,6 +10,10 @@ The source page's connection test sends `{"type": "supervisor.probe", "probe":
 {"source", "at"}}`, signed the same way under a key of its own: a receiver answers it
 2xx once the signature checks, and acts on nothing.
 
+Every request passes the outbound guard (`supervisor/core/outbound.py`): the URL's
+address is checked after resolution, before the socket connects, and a refusal is a
+permanent ConnectorError naming the address. Redirects are never followed.
+
 One call is one attempt: the Celery task that calls it retries with backoff, guided by
 `ConnectorError.retryable`.
 """
@@ -25,6 +29,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
+from supervisor.core import outbound
 from supervisor.core.connectors import (
     Capabilities,
     Connector,
@@ -80,7 +85,7 @@ class WebhookConnector(Connector):
         timeout = min(timeout, self.settings["timeout"])
         request = self._signed(encode(outgoing), outgoing.idempotency_key)
         try:
-            with _opener.open(request, timeout=timeout) as response:
+            with outbound.guard(), _opener.open(request, timeout=timeout) as response:
                 return receipt(response.status, read_text(response))
         except urllib.error.HTTPError as exc:
             with exc:  # it holds the connection open until closed
@@ -100,7 +105,7 @@ class WebhookConnector(Connector):
         started = time.monotonic()
         request = self._signed(encode_probe(self.source), f"probe-{uuid.uuid4().hex}")
         try:
-            with _opener.open(request, timeout=timeout) as response:
+            with outbound.guard(), _opener.open(request, timeout=timeout) as response:
                 status = response.status
                 read_text(response)
         except urllib.error.HTTPError as exc:
@@ -194,6 +199,9 @@ def refusal(status: int, text: str) -> ConnectorError:
 
 
 def unreachable(url: str, reason: object, timeout: float, *, connected: bool) -> ConnectorError:
+    if isinstance(reason, outbound.OutboundRefused):
+        # Refused before connecting; the settings or DNS must change first.
+        return ConnectorError(f"webhook {where(url)} was not sent: {reason}", retryable=False)
     # Retryable even when the request may have arrived: the receiver dedupes by key.
     if isinstance(reason, TimeoutError):
         return ConnectorError(f"webhook {where(url)} timed out after {timeout:g} s", retryable=True)

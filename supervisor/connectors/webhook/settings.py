@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from supervisor.core import outbound
+
 from ..settings_check import check
 from . import signing
 
@@ -56,6 +58,10 @@ class WebhookSettings(BaseModel):
                 "must not carry credentials (user:password@): "
                 "send them in a header, such as Authorization"
             )
+        # Checked again, after resolution, whenever it is sent to (DNS can change).
+        problem = outbound.url_refusal(url)
+        if problem:
+            raise ValueError(problem)
         return url
 
     @field_validator("secret")
