@@ -4,9 +4,11 @@ A token acts only on its own namespace's tasks; a session needs the `core.act`
 permission. An `Idempotency-Key` header makes a retried request return the first
 action instead of asking twice. A preview (`GET …/actions/preview`) answers with a
 digest; a request carrying it (`preview`) is refused with 409 and the new preview when
-what would be sent changed since. A bulk preview shows every task with what it would
-get, as its own preview does; its confirmation must carry the preview's `selection`,
-which pins those tasks and texts. Who may call each operation: scopes.py.
+what would be sent changed since, and is the same request each time it is sent. A bulk
+preview shows every task with what it would get, as its own preview does; its
+confirmation must carry the preview's `selection`, which pins those tasks and texts:
+sent again (or with the same `Idempotency-Key`), it asks for nothing new and answers
+what was asked in `already`. Who may call each operation: scopes.py.
 """
 
 from typing import Literal
@@ -20,11 +22,14 @@ from supervisor.core.actions import (
     KINDS,
     ActionRefused,
     PreviewChanged,
+    bulk_asked_before,
+    check_key,
     do_request_action,
     do_request_bulk,
+    new_preview_id,
     preview_action,
 )
-from supervisor.core.bulk_pins import NotAPin, changes_since, pin
+from supervisor.core.bulk_pins import NotAPin, changes_since, pin, read_pin
 from supervisor.core.models import Flag
 from supervisor.core.task_query import task_queryset
 
@@ -47,6 +52,18 @@ class ActionRequest(Schema):
     reason: Text | None = None
     # The digest of the preview this request confirms (GET …/actions/preview).
     preview: Text | None = None
+
+
+def idempotency_key(request: HttpRequest) -> str | None:
+    """The request's Idempotency-Key, or None without the header; an empty or bad one
+    is a 400 naming what is wrong (never taken as no key)."""
+    key = request.headers.get("Idempotency-Key")
+    if key is not None:
+        try:
+            check_key(key)
+        except ActionRefused as exc:
+            raise HttpError(exc.status, str(exc)) from None
+    return key
 
 
 def changed(request: HttpRequest, refusal: PreviewChanged) -> JsonResponse:
@@ -94,8 +111,8 @@ def request_action(
     request: HttpRequest, task_id: Text, body: ActionRequest, namespace: Text | None = None
 ):
     user, actor = actor_of(request)
+    key = idempotency_key(request)
     task = find_task(task_id, namespace_of(request, namespace))
-    key = request.headers.get("Idempotency-Key") or None  # do_request_action checks it
     try:
         action, _created = do_request_action(
             task,
@@ -148,6 +165,7 @@ class BulkRequest(Schema):
 )
 def bulk_action(request: HttpRequest, body: BulkRequest):
     user, actor = actor_of(request)
+    key = idempotency_key(request)
     f = body.filter
     if not any((f.flag, f.state, f.status, f.q, f.namespace)):
         raise HttpError(
@@ -155,28 +173,44 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
             "give a filter (flag, state, status, q or namespace); "
             "bulk actions on every task are not allowed",
         )
+    namespace = namespace_of(request, f.namespace)
     tasks = task_queryset(
         flag=f.flag,
         state=f.state or (Flag.OPEN if f.flag else None),
         status=f.status,
         q=f.q,
-        namespace=namespace_of(request, f.namespace),
+        namespace=namespace,
     ).order_by("-delegated_at", "-pk")
     count = tasks.count()
     if count > BULK_LIMIT:
         raise HttpError(400, f"{count} tasks match; narrow the filter to at most {BULK_LIMIT}")
-    previews = [preview_action(t, body.kind, message=body.message) for t in tasks]
     readable = may_read(request)
     if not body.confirm:
-        return bulk_preview(body.kind, previews, readable)
+        preview_id = new_preview_id()
+        previews = [
+            preview_action(t, body.kind, message=body.message, preview_id=preview_id) for t in tasks
+        ]
+        return bulk_preview(body.kind, previews, readable, preview_id)
     if body.selection is None:
         raise HttpError(400, "confirm needs 'selection', as the preview answered it")
     try:
-        changed = changes_since(body.selection, body.kind, previews)
+        pinned = read_pin(body.selection, body.kind)
+        # What this selection (or this key) asked for before: the same request again.
+        earlier = bulk_asked_before(
+            body.kind, preview_id=pinned.id, bulk_key=key, namespace=namespace
+        )
     except NotAPin as exc:
         raise HttpError(400, str(exc)) from None
-    if changed or body.expected not in (None, count):
-        return bulk_changed(body.kind, previews, changed, readable)
+    except ActionRefused as exc:
+        raise HttpError(exc.status, str(exc)) from None
+    # Shown under the pin's id, they compare with what it pinned.
+    previews = [
+        preview_action(t, body.kind, message=body.message, preview_id=pinned.id) for t in tasks
+    ]
+    asked = {action.task_id for action in earlier}
+    changed, gone = changes_since(pinned, previews, asked=asked)
+    if changed or gone or (not earlier and body.expected not in (None, count)):
+        return bulk_changed(body.kind, previews, changed, gone, readable)
     # Each task's action is checked again as it is recorded: a text that changes in
     # between is refused for that task (PreviewChanged), never sent unseen.
     outcome = do_request_bulk(
@@ -187,11 +221,17 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
         reason=body.reason,
         message=body.message,
         previewed={p.task.pk: p.digest for p in previews},
+        preview_id=pinned.id,
+        bulk_key=key,
     )
+    matching = {p.task.pk for p in previews}
+    # Asked before for a task that no longer matches (a cancel done, say): still asked.
+    already = outcome.already + [a for a in earlier if a.task_id not in matching]
     return {
         "kind": body.kind,
         "count": count,
         "actions": [shown(request, action_json(a), named=False) for a in outcome.created],
+        "already": [shown(request, action_json(a), named=False) for a in already],
         "refused": [
             {"task": t.task_id if readable else None, "namespace": t.namespace.name, "error": error}
             for t, error in outcome.refused
@@ -202,9 +242,11 @@ def bulk_action(request: HttpRequest, body: BulkRequest):
 NAMED_CHANGES = 10  # tasks named one by one in a 409's error
 
 
-def bulk_changed(kind: str, previews: list, changed: list, readable: bool) -> JsonResponse:
+def bulk_changed(
+    kind: str, previews: list, changed: list, gone: int, readable: bool
+) -> JsonResponse:
     """409: nothing was done; what changed since the preview, and the new preview."""
-    others = any(what in ("new since the preview", "no longer matches") for _, what in changed)
+    others = gone or any(what == "new since the preview" for _, what in changed)
     lead = (
         f"the filter now matches other tasks than the preview showed ({len(previews)} now)"
         if others or not changed
@@ -215,6 +257,13 @@ def bulk_changed(kind: str, previews: list, changed: list, readable: bool) -> Js
         named += f"; and {len(changed) - NAMED_CHANGES} more"
     if not readable:
         named, changed = (f"{len(changed)} task(s)" if changed else ""), []
+    if gone:
+        # The pin names tasks by keyed tags only: those gone are counted, not named.
+        named += f"{'; ' if named else ''}{gone} task(s) of the preview no longer match"
+    # The new preview is a request of its own: another id than the one confirmed.
+    preview_id = new_preview_id()
+    for preview in previews:
+        preview.id = preview_id
     return JsonResponse(
         {
             "error": f"{lead}{': ' + named if named else ''}; nothing was done: read the new "
@@ -223,7 +272,8 @@ def bulk_changed(kind: str, previews: list, changed: list, readable: bool) -> Js
                 {"task": t.task_id, "namespace": t.namespace.name, "what": what}
                 for t, what in changed
             ],
-            "preview": bulk_preview(kind, previews, readable),
+            "no_longer_matching": gone,
+            "preview": bulk_preview(kind, previews, readable, preview_id),
         },
         status=409,
     )
@@ -232,17 +282,17 @@ def bulk_changed(kind: str, previews: list, changed: list, readable: bool) -> Js
 SAMPLE = 20  # the contract's `sample`: the first tasks, with what each would get
 
 
-def bulk_preview(kind: str, previews: list, readable: bool) -> dict:
+def bulk_preview(kind: str, previews: list, readable: bool, preview_id: str) -> dict:
     """The count, every matching task with what it would get (as its own preview says
     it; `sample` is the first of them, as contract 1.1 has it), and the `selection` that
-    pins them: a confirmation must carry it. A caller that may act but not read gets
-    the count and the selection only."""
+    pins them (`previews` are shown under `preview_id`): a confirmation must carry it.
+    A caller that may act but not read gets the count and the selection only."""
     tasks = [preview_json(p) for p in previews] if readable else []
     answer = {
         "kind": kind,
         "count": len(previews),
         "tasks": tasks,
         "sample": tasks[:SAMPLE],
-        "selection": pin(kind, previews),
+        "selection": pin(kind, previews, preview_id),
     }
     return answer if readable else {**answer, "withheld": WITHHELD}

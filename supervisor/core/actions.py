@@ -5,6 +5,11 @@ thread, what else it affects); a worker performs it through the task's connector
 row is the record: claiming is a compare-and-swap with a lease, the connector gets the
 action's idempotency key, and the sweep re-enqueues what is left queued or whose lease
 ran out. A delivery is at most once per (task, run) by a partial unique constraint.
+
+Each preview has an id of its own, which its confirmation carries: a confirmation sent
+again, or many times at once, is the same request (one action per task and preview, by
+a unique constraint); a deliberate second action takes a new preview. What a preview
+carries of what it showed is keyed with the server's secret (`keyed_digest`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +25,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from . import action_outcomes, changes, clock, dispatch, leases, ownership
 from .changes import ChangeKind
@@ -79,6 +87,29 @@ def key_id(prefix: str, key: str, limit: int = EVENT_ID_LIMIT) -> str:
     return f"{prefix}sha256:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
+DIGEST_SALT = "supervisor.core.actions.preview"
+PREVIEW_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def new_preview_id() -> str:
+    """A preview's own id: unguessable, and another for each preview shown."""
+    return secrets.token_hex(8)
+
+
+def keyed_digest(*shown) -> str:
+    """What a preview or a selection carries of what it showed: an HMAC-SHA256 under a
+    key derived from SECRET_KEY. Unkeyed, a token that may act but not read could
+    confirm a guess of a text withheld from it by hashing the guess and comparing."""
+    return salted_hmac(DIGEST_SALT, json.dumps(shown), algorithm="sha256").hexdigest()[:32]
+
+
+def preview_id_of(digest: str | None) -> str | None:
+    """The preview id a confirmation's digest (or web selection) starts with, or None
+    when it is not one a preview gave."""
+    found = PREVIEW_ID.fullmatch((digest or "").partition(".")[0])
+    return found.group() if found else None
+
+
 class ActionRefused(Exception):
     """The action cannot be asked for: `status` 400 (a bad request) or 409 (the task's
     state forbids it: already delivered, nothing to stop, no connector)."""
@@ -109,6 +140,9 @@ class Preview:
     answers: list[tuple[str, str]] = field(default_factory=list)
     stays_open: list[tuple[str, str]] = field(default_factory=list)
     stops_run: bool = False  # cancel: `run` is under way, and is stopped (not cancelled)
+    # This preview's own id (a bulk preview's previews share one): its confirmation is
+    # one request, however often it is sent.
+    id: str = field(default_factory=new_preview_id)
 
     @property
     def allowed(self) -> bool:
@@ -116,9 +150,14 @@ class Preview:
 
     @property
     def digest(self) -> str:
-        """What a confirmation carries of this preview: when the text, the target, the
-        run or the connector is no longer what was shown, the confirmation is refused."""
-        shown = [
+        """What a confirmation carries of this preview: its id, then a keyed digest of
+        what it showed. When the text, the target, the run or the connector is no
+        longer what was shown, the confirmation is refused."""
+        return f"{self.id}.{keyed_digest(self.id, *self.shown)}"
+
+    @property
+    def shown(self) -> list:
+        return [
             self.kind,
             self.task.pk,
             self.target_thread,
@@ -127,7 +166,6 @@ class Preview:
             self.source.pk if self.source else None,
             self.connector_label,
         ]
-        return hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:32]
 
 
 class PreviewChanged(ActionRefused):
@@ -142,10 +180,11 @@ class PreviewChanged(ActionRefused):
         self.preview = preview
 
 
-def selection_digest(tasks) -> str:
-    """What a bulk confirmation carries of its preview: the exact tasks it showed."""
+def selection_digest(kind: str, tasks, preview_id: str | None) -> str:
+    """What a bulk confirmation from the web carries of its preview: the preview's id,
+    then a keyed digest of the action and the exact tasks it showed."""
     pks = sorted(task.pk for task in tasks)
-    return hashlib.sha256(json.dumps(pks).encode()).hexdigest()[:32]
+    return f"{preview_id}.{keyed_digest(preview_id, kind, pks)}"
 
 
 # --- preview ------------------------------------------------------------------------
@@ -192,10 +231,17 @@ def continue_text(task: Task, message: str | None) -> str:
 
 
 def preview_action(
-    task: Task, kind: str, *, run: str | None = None, message: str | None = None
+    task: Task,
+    kind: str,
+    *,
+    run: str | None = None,
+    message: str | None = None,
+    preview_id: str | None = None,
 ) -> Preview:
-    """What `kind` would send, where, and what else it affects; `refusal` says why not."""
-    preview = Preview(kind=kind, task=task)
+    """What `kind` would send, where, and what else it affects; `refusal` says why not.
+    `preview_id`: the id it is shown under (a bulk preview's, or the one a confirmation
+    carries, to compare digests); a new one by default."""
+    preview = Preview(kind=kind, task=task, id=preview_id or new_preview_id())
     if kind not in KINDS:
         preview.refusal, preview.status = (
             f"unknown action {kind!r}; choose from {', '.join(KINDS)}",
@@ -468,26 +514,31 @@ def do_request_action(
     reason: str | None = None,
     key: str | None = None,
     previewed: str | None = None,
+    preview_id: str | None = None,
+    bulk_key: str | None = None,
 ) -> tuple[Action, bool]:
-    """Record an action and enqueue it; (action, created). The same idempotency key
-    again in the task's namespace returns the first action, however many requests race
-    with it (in another namespace it is a request of its own); a second
-    delivery of a run is refused (409). `previewed`, the digest of the preview the
-    operator confirmed, must match what would be sent now (else PreviewChanged)."""
+    """Record an action and enqueue it; (action, created). The same request again
+    returns the first action, however many race with it: the same idempotency key in
+    the task's namespace (in another namespace it is a request of its own), the same
+    preview confirmed (`previewed`'s id, or a bulk preview's `preview_id`), or the same
+    bulk request's key. A second delivery of a run is refused (409). `previewed`, the
+    digest of the preview the operator confirmed, must match what would be sent now
+    (else PreviewChanged)."""
     if key is not None:
         check_key(key)
-        existing = _action_with_key(task, key)
-        if existing is not None:
-            return _same_request(existing, task, kind), False
-    preview = preview_action(task, kind, run=run, message=message)
+    preview_id = preview_id or preview_id_of(previewed)
+    asked = {"key": key, "preview_id": preview_id, "bulk_key": bulk_key}
+    if (existing := asked_before(task, kind, **asked)) is not None:
+        return existing, False
+    preview = preview_action(task, kind, run=run, message=message, preview_id=preview_id)
     if preview.refusal:
-        # A request with the same key may have won since the look-up above: its action
-        # is what was asked for, not a refusal (its delivery is why the preview refuses).
-        existing = _action_with_key(task, key) if key else None
-        if existing is not None:
-            return _same_request(existing, task, kind), False
+        # The same request may have won since the look-up above: its action is what
+        # was asked for, not a refusal (its delivery is why the preview refuses).
+        if (existing := asked_before(task, kind, **asked)) is not None:
+            return existing, False
         raise ActionRefused(preview.status, preview.refusal)
-    if previewed is not None and previewed != preview.digest:
+    if previewed is not None and not constant_time_compare(previewed, preview.digest):
+        preview.id = new_preview_id()  # the new preview is confirmed as a request of its own
         raise PreviewChanged(preview)
     now = clock.now()
     action = Action(
@@ -503,6 +554,8 @@ def do_request_action(
         actor=user,
         actor_name=actor,
         idempotency_key=key or f"sup-{uuid.uuid4().hex}",
+        confirms=preview_id,
+        bulk_key=bulk_key,
         state=Action.QUEUED,
         created_at=now,
         updated_at=now,
@@ -514,10 +567,8 @@ def do_request_action(
             changes.record(ChangeKind.ACTION_REQUESTED, _subject(action), at=now)
             transaction.on_commit(lambda: _enqueue(action.pk))
     except IntegrityError:
-        if key:
-            existing = _action_with_key(task, key)
-            if existing is not None:
-                return _same_request(existing, task, kind), False
+        if (existing := asked_before(task, kind, **asked)) is not None:
+            return existing, False
         if kind == "deliver":
             raise ActionRefused(
                 409,
@@ -531,19 +582,32 @@ def do_request_action(
 @dataclass
 class BulkOutcome:
     created: list[Action] = field(default_factory=list)
+    # Asked before by the same confirmation (or bulk key): not asked again.
+    already: list[Action] = field(default_factory=list)
     refused: list[tuple[Task, str]] = field(default_factory=list)
 
 
 def do_request_bulk(
-    tasks, kind: str, *, actor: str, user=None, reason=None, message=None, previewed=None
+    tasks,
+    kind: str,
+    *,
+    actor: str,
+    user=None,
+    reason=None,
+    message=None,
+    previewed=None,
+    preview_id: str | None = None,
+    bulk_key: str | None = None,
 ) -> BulkOutcome:
     """The same action on each task, each on its own (one refusal stops nothing).
     `previewed` maps a task's pk to the digest of the preview shown for it: a task whose
-    action changed since is refused (PreviewChanged), as on its own page."""
+    action changed since is refused (PreviewChanged), as on its own page. `preview_id`
+    (the bulk preview's) and `bulk_key` (the request's Idempotency-Key) make the same
+    confirmation sent again the same request: a task it was asked for is `already`."""
     outcome = BulkOutcome()
     for task in tasks:
         try:
-            action, _ = do_request_action(
+            action, created = do_request_action(
                 task,
                 kind,
                 actor=actor,
@@ -551,12 +615,53 @@ def do_request_bulk(
                 reason=reason,
                 message=message,
                 previewed=(previewed or {}).get(task.pk),
+                preview_id=preview_id,
+                bulk_key=bulk_key,
             )
         except ActionRefused as exc:
             outcome.refused.append((task, str(exc)))
         else:
-            outcome.created.append(action)
+            (outcome.created if created else outcome.already).append(action)
     return outcome
+
+
+def bulk_asked_before(
+    kind: str, *, preview_id: str | None, bulk_key: str | None = None, namespace=None
+) -> list[Action]:
+    """The actions a bulk confirmation of this preview, or a bulk request with this key,
+    asked for before (in the namespace named `namespace` when given: a token's).
+    ActionRefused(409) when the key asked for another action (a preview's id is bound
+    to its action by its digest)."""
+    if not (preview_id or bulk_key):
+        return []
+    found = Action.objects.filter(
+        (Q(confirms=preview_id) if preview_id else Q())
+        | (Q(bulk_key=bulk_key) if bulk_key else Q())
+    )
+    if namespace is not None:
+        found = found.filter(namespace__name=namespace)
+    earlier = list(found.select_related("task__namespace").order_by("pk"))
+    if bulk_key and any(a.bulk_key == bulk_key and a.kind != kind for a in earlier):
+        raise ActionRefused(409, KEY_REUSED)
+    return [action for action in earlier if action.kind == kind]
+
+
+def asked_before(
+    task: Task, kind: str, *, key: str | None, preview_id: str | None, bulk_key: str | None
+) -> Action | None:
+    """The action the same request asked for before: by its idempotency key (the
+    namespace's), by the preview it confirms, or by its bulk request's key."""
+    if key and (existing := _action_with_key(task, key)) is not None:
+        return _same_request(existing, task, kind)
+    for field_name, value, refusal in (
+        ("confirms", preview_id, PREVIEW_REUSED),
+        ("bulk_key", bulk_key, KEY_REUSED),
+    ):
+        if value:
+            existing = Action.objects.filter(task=task, **{field_name: value}).first()
+            if existing is not None:
+                return _same_request(existing, task, kind, refusal)
+    return None
 
 
 def _action_with_key(task: Task, key: str) -> Action | None:
@@ -565,9 +670,13 @@ def _action_with_key(task: Task, key: str) -> Action | None:
     return found.select_related("task").first()
 
 
-def _same_request(existing: Action, task: Task, kind: str) -> Action:
+KEY_REUSED = "this idempotency key was used for another action; use a new key"
+PREVIEW_REUSED = "this preview was confirmed for another action; preview again"
+
+
+def _same_request(existing: Action, task: Task, kind: str, refusal: str = KEY_REUSED) -> Action:
     if existing.task_id != task.pk or existing.kind != kind:
-        raise ActionRefused(409, "this idempotency key was used for another action; use a new key")
+        raise ActionRefused(409, refusal)
     return existing
 
 

@@ -469,6 +469,11 @@ class Action(models.Model):
     # user:NAME | source:NAME, whatever the length of the name.
     actor_name = models.CharField(max_length=len("source:") + SOURCE_NAME_LENGTH, default="")
     idempotency_key = models.CharField(max_length=200)
+    # The id of the preview (or bulk selection) this action confirms, and the
+    # Idempotency-Key of the bulk request that asked for it: the same confirmation sent
+    # again, or at once, is the same request (issue 39).
+    confirms = models.CharField(max_length=32, null=True)
+    bulk_key = models.CharField(max_length=200, null=True)
     state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)
     last_error = models.TextField(null=True)
@@ -492,6 +497,10 @@ class Action(models.Model):
             models.UniqueConstraint(
                 fields=["namespace", "idempotency_key"], name="action_key_per_namespace"
             ),
+            # One action per task for a preview confirmed, or a bulk key, however many
+            # times or at once it is sent (NULLs are distinct: no preview, no limit).
+            models.UniqueConstraint(fields=["task", "confirms"], name="action_one_per_preview"),
+            models.UniqueConstraint(fields=["task", "bulk_key"], name="action_one_per_bulk_key"),
         ]
         indexes = [models.Index(fields=["state", "due_at"], name="action_due")]
 

@@ -1,7 +1,8 @@
 """One action on many tasks from the list: the selected ones, or every task matching
 the list's filters. A preview shows the count and what each task would get; the
-confirmation carries the exact tasks it showed (their digest), and nothing is done if
-they changed meanwhile: the new preview is shown instead (409)."""
+confirmation carries the preview's id and the exact tasks it showed (a keyed digest),
+and nothing is done if they changed meanwhile: the new preview is shown instead (409).
+The same confirmation submitted again, or many times at once, asks once."""
 
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -18,8 +19,11 @@ from supervisor.core import clock
 from supervisor.core.actions import (
     BULK_LIMIT,
     KINDS,
+    bulk_asked_before,
     do_request_bulk,
+    new_preview_id,
     preview_action,
+    preview_id_of,
     selection_digest,
 )
 from supervisor.core.bulk_flags import (
@@ -92,8 +96,13 @@ def bulk_action(request):
 
 
 def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = False):
+    preview_id = new_preview_id()  # its confirmation is one request, however often sent
     rows = [
-        {"task": t, "preview": preview_action(t, kind), "show_text": i < TEXT_ROWS}
+        {
+            "task": t,
+            "preview": preview_action(t, kind, preview_id=preview_id),
+            "show_text": i < TEXT_ROWS,
+        }
         for i, t in enumerate(tasks[:PREVIEW_ROWS])
     ]
     texts = [r for r in rows if r["preview"].allowed and r["preview"].text]
@@ -112,7 +121,7 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
             "texts_not_shown": len(texts) - len([r for r in texts if r["show_text"]]),
             "scope": params.get("scope") or "selected",
             "pks": [t.pk for t in tasks],
-            "selection": selection_digest(tasks),
+            "selection": selection_digest(kind, tasks, preview_id),
             "changed": changed,
             "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
             "back": urlencode(page_data.form_filters(params)),  # the list's query
@@ -122,7 +131,19 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
 
 
 def _confirm(request, params, kind: str, tasks: list):
-    if params.get("selection") != selection_digest(tasks):
+    selection = params.get("selection") or ""
+    preview_id = preview_id_of(selection)
+    if preview_id is None or selection != selection_digest(kind, tasks, preview_id):
+        earlier = bulk_asked_before(kind, preview_id=preview_id)
+        if earlier:
+            # This confirmation was made before (its tasks may match no longer because
+            # of it): it is the same request, and asks for nothing new.
+            messages.info(
+                request,
+                f"Already asked: this preview was confirmed before ({len(earlier)} "
+                f"action{'s' if len(earlier) != 1 else ''}); nothing new was asked.",
+            )
+            return _back_to_list(params)
         return _show_preview(request, params, kind, tasks, changed=True)
     outcome = do_request_bulk(
         tasks,
@@ -133,10 +154,17 @@ def _confirm(request, params, kind: str, tasks: list):
         previewed={
             t.pk: params[f"previewed-{t.pk}"] for t in tasks if f"previewed-{t.pk}" in params
         },
+        preview_id=preview_id,
     )
     messages.success(
         request, f"Queued {len(outcome.created)} of {len(tasks)} ({page_data.ACTION_LABELS[kind]})."
     )
+    if outcome.already:
+        messages.info(
+            request,
+            f"{len(outcome.already)} already asked by this confirmation, sent before: "
+            "not asked again.",
+        )
     for task, why in outcome.refused[:10]:
         messages.warning(request, f"{task.title or task.task_id}: {why}.")
     if len(outcome.refused) > 10:

@@ -172,15 +172,29 @@ def test_bulk_previews_the_count_then_acts_on_each(client, acting, receiver):
     assert blind.status_code == 400 and "selection" in blind.json()["error"]
     stale = post(client, url, {**confirm, "selection": selection, "expected": 3}, acting.token)
     assert stale.status_code == 409 and "1 now" in stale.json()["error"]
-    assert stale.json()["preview"]["selection"] == selection
+    # The new preview shows the same task getting the same; it is a preview of its own.
+    assert without_digests(stale.json()["preview"]) == without_digests(preview.json())
+    assert stale.json()["preview"]["selection"] != selection
     done = post(client, url, {**confirm, "selection": selection, "reason": "bulk"}, acting.token)
     assert done.status_code == 200
     assert [a["task"] for a in done.json()["actions"]] == [TASK]
+    # The same confirmation again is the same request: nothing new, the action named.
     again = post(client, url, {**confirm, "selection": selection}, acting.token)
-    assert again.json()["actions"] == [] and len(again.json()["refused"]) == 1
+    assert again.json()["actions"] == [] and again.json()["refused"] == []
+    assert [a["id"] for a in again.json()["already"]] == [done.json()["actions"][0]["id"]]
+    # A new preview's confirmation is another request: a second delivery, refused.
+    fresh = post(client, url, {"kind": "deliver", "filter": {"flag": "stale_result"}}, acting.token)
+    second = post(client, url, {**confirm, "selection": fresh.json()["selection"]}, acting.token)
+    assert second.json()["actions"] == [] and len(second.json()["refused"]) == 1
     everything = post(client, url, {"kind": "cancel", "filter": {}}, acting.token)
     assert everything.status_code == 400
     assert Action.objects.count() == 1
+
+
+def without_digests(bulk_preview: dict) -> list[dict]:
+    """A bulk preview's tasks and what each would get, without its digests (each
+    preview has its own id)."""
+    return [{k: v for k, v in t.items() if k != "preview"} for t in bulk_preview["tasks"]]
 
 
 def test_a_preview_answers_what_would_be_sent_and_its_digest(client, acting):
@@ -379,3 +393,20 @@ def test_a_bulk_confirm_whose_text_changed_since_the_preview_is_refused(client, 
         acting.token,
     )
     assert done.status_code == 200 and Action.objects.get().text == fresh["text"]
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [
+        (actions_url(TASK), {"kind": "continue"}),
+        (BULK, {"kind": "continue", "filter": {"q": "retry-port"}}),
+        (BULK, {"kind": "continue", "filter": {"q": "retry-port"}, "confirm": True,
+                "selection": "anything"}),
+    ],
+)  # fmt: skip
+def test_an_empty_idempotency_key_is_400_naming_the_header(client, acting, url, body):
+    # The contract: 1 to 200 printable characters, else 400; empty is not "no key".
+    response = post(client, url, body, acting.token, **{"Idempotency-Key": ""})
+    assert response.status_code == 400, response.content
+    assert "Idempotency-Key must be 1 to 200 characters" in response.json()["error"]
+    assert not Action.objects.exists()

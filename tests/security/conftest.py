@@ -6,7 +6,7 @@ import pytest
 from django.core import signing
 
 from supervisor.core import clock
-from supervisor.core.actions import preview_action, selection_digest
+from supervisor.core.actions import new_preview_id, preview_action, selection_digest
 from supervisor.core.flags import do_open_flag
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import DeadLetter, Flag, SavedView, Task, Thread
@@ -70,7 +70,7 @@ def walk_objects(source, silent_source):  # noqa: F811
         "task_id": task.task_id,
         # What the confirm forms carry of their previews.
         "cancel_preview": preview_action(task, "cancel").digest,
-        "selection": selection_digest([task]),
+        "selection": selection_digest("cancel", [task], new_preview_id()),
         "thread": Thread.objects.filter(namespace_id=source.namespace_id).first().pk,
         "link": link_token(on_thread.pk),
         "bad_link": signing.TimestampSigner(salt="elsewhere").sign_object({"flag": 1}),

@@ -124,6 +124,8 @@ def previewed(client, task, kind, **form) -> dict:
 def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
     task = fleet[STALE]
     form = previewed(operator_client, task, "deliver", reason="stale result handed on")
+    # Another operator's preview of the same delivery, shown before the first confirm.
+    others = previewed(operator_client, task, "deliver")
     assert form["run"] == actions.preview_action(task, "deliver").run
     first = operator_client.post(action_url(task, "deliver"), form, follow=True)
     second = operator_client.post(action_url(task, "deliver"), form, follow=True)
@@ -138,9 +140,8 @@ def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
     html = second.content.decode()
     assert f'id="action-{action.pk}"' in html and "queued" in html
 
-    other = operator_client.post(
-        action_url(task, "deliver"), {**form, "key": "web-form-2"}, follow=True
-    )
+    # Its confirmation is another request: a second delivery of the run, refused.
+    other = operator_client.post(action_url(task, "deliver"), others, follow=True)
     assert "Could not deliver" in other.content.decode()
     assert "already delivered" in other.content.decode()
     assert Action.objects.count() == 1

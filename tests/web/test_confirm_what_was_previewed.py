@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils.html import escape
 
-from supervisor.core.actions import selection_digest
+from supervisor.core.actions import preview_id_of, selection_digest
 from supervisor.core.ingest import apply_events
 from supervisor.core.models import Action, Task
 from supervisor.core.sources import do_create_source
@@ -127,12 +127,17 @@ def test_a_bulk_confirm_refuses_other_tasks_of_the_same_count(operator_client, s
     now = list(Task.objects.filter(task_id__startswith="task:b"))
     assert {t.task_id for t in now} == {"task:bb0", "task:bb1"}
     assert all(t.task_id in html for t in now)
-    assert confirm_form(html)["selection"] == selection_digest(now)
+    selection = confirm_form(html)["selection"]
+    assert selection == selection_digest("cancel", now, preview_id_of(selection))
 
 
-def test_the_same_preview_shown_twice_has_one_digest(operator_client, source):
+def test_a_preview_shown_again_has_its_own_id_and_the_first_still_confirms(operator_client, source):
     # The digest is of what is shown, not of when: a reloaded preview still confirms.
+    # Each preview has its own id (issue 39): its confirmation is one request however
+    # often it is sent, and a deliberate second action takes a new preview.
     task = Task.objects.get(task_id=STALE)
-    first = confirm_form(operator_client.get(deliver_url(task)).content.decode())["preview"]
-    second = confirm_form(operator_client.get(deliver_url(task)).content.decode())["preview"]
-    assert first == second
+    first = confirm_form(operator_client.get(deliver_url(task)).content.decode())
+    second = confirm_form(operator_client.get(deliver_url(task)).content.decode())
+    assert preview_id_of(first["preview"]) != preview_id_of(second["preview"])
+    assert operator_client.post(deliver_url(task), {**first, "reason": "r"}).status_code == 302
+    assert Action.objects.get().confirms == preview_id_of(first["preview"])
