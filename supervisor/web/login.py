@@ -7,6 +7,10 @@ as the trusted proxies saw it (client_address.py), never one the client wrote it
 A try is counted before its password is checked (`rate_limit.take`, atomic) and given
 back when the password was right: counting failures after the check let twelve
 parallel guesses have their passwords checked against a limit of five.
+
+Past the limits, the password check waits for one of the process's few slots
+(password_checks.py); when none is free the answer is 503 with Retry-After, given
+before the database is asked anything.
 """
 
 import time
@@ -15,6 +19,7 @@ from django.contrib.auth.views import LoginView
 
 from supervisor import rate_limit
 from supervisor.client_address import client_address
+from supervisor.web import password_checks
 
 
 class RateLimitedLoginView(LoginView):
@@ -56,13 +61,21 @@ class RateLimitedLoginView(LoginView):
             response = self.render_to_response(context, status=429)
             response["Retry-After"] = str(max(waits))
             return response
-        try:
-            return super().post(request, *args, **kwargs)
-        except Exception:
-            # The database was down, say: the client is told to try again (503), and a
-            # try it was not answered is not held against it.
-            self._give_back()
-            raise
+        with password_checks.slot() as free:
+            if not free:
+                self._give_back()  # its password was not checked
+                context = self.get_context_data(busy_seconds=password_checks.RETRY_AFTER)
+                response = self.render_to_response(context, status=503)
+                response["Retry-After"] = str(password_checks.RETRY_AFTER)
+                response._has_been_logged = True  # warned once a minute, not per request
+                return response
+            try:
+                return super().post(request, *args, **kwargs)
+            except Exception:
+                # The database was down, say: the client is told to try again (503), and
+                # a try that got no answer is not held against it.
+                self._give_back()
+                raise
 
     def form_valid(self, form):
         self._give_back()  # only failures count
