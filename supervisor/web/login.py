@@ -16,6 +16,7 @@ before the database is asked anything.
 import time
 
 from django.contrib.auth.views import LoginView
+from django.http import HttpResponse
 
 from supervisor import rate_limit
 from supervisor.client_address import client_address
@@ -64,8 +65,8 @@ class RateLimitedLoginView(LoginView):
         with password_checks.slot() as free:
             if not free:
                 self._give_back()  # its password was not checked
-                context = self.get_context_data(busy_seconds=password_checks.RETRY_AFTER)
-                response = self.render_to_response(context, status=503)
+                # A page of its own, not the form's template: nothing to render or look up.
+                response = HttpResponse(password_checks.BUSY_PAGE, status=503)
                 response["Retry-After"] = str(password_checks.RETRY_AFTER)
                 response._has_been_logged = True  # warned once a minute, not per request
                 return response
