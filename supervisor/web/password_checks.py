@@ -7,8 +7,7 @@ Django's ModelBackend looks the user up and hashes the password with the connect
 that lookup still taken from the pool: it goes back only when the request ends. Forty
 wrong-password log-ins held every pooled connection for the length of their hashes, and
 ingest and the live relay, waiting for one, answered 503. Bounded but at full priority,
-the hashes still took a core from ingest (its p50 beside forty log-ins: 2.7 times its
-p50 alone; at the lowest priority, 1.3 times, on the same loaded machine).
+the hashes still took a core from ingest (docs/benchmarks.md, "Log-ins beside ingest").
 """
 
 from __future__ import annotations
