@@ -10,9 +10,10 @@ much of it is left, assumed its requests evenly spread: a burst at its end let 6
 
 `take` counts before it decides, with the cache's atomic increment, and takes its count
 back when it refuses: parallel requests each see the others, where reading the counts
-and then counting let eight clients pass together. When the cache cannot be reached the
-limit is not applied: refusing every request because Redis is down would do more harm
-than what the limit guards against.
+and then counting let eight clients pass together. A request that turns out not to
+count (a log-in whose password was right) is handed back with `give_back`. When the
+cache cannot be reached the limit is not applied: refusing every request because Redis
+is down would do more harm than what the limit guards against.
 """
 
 from __future__ import annotations
@@ -117,18 +118,6 @@ def wait(scope: str, key: str, rate: Rate | None, now: float | None = None) -> i
     return _seconds(counts, rate, length, now)
 
 
-def count(scope: str, key: str, rate: Rate | None, now: float | None = None) -> None:
-    """Count one request (or one failure) against the limit."""
-    if rate is None:
-        return
-    now = time.time() if now is None else now
-    keys, _ = _slices(scope, key, rate, now)
-    try:
-        _increment(keys[-1], rate)
-    except Exception as exc:  # any cache failure: do not limit
-        log.warning("rate limit %s not counted: the cache is unreachable (%s)", scope, exc)
-
-
 def take(scope: str, key: str, rate: Rate | None, now: float | None = None) -> int:
     """For a request limited on every call: 0 and counted when it passes, else the
     seconds to wait (a refused request is not counted)."""
@@ -147,3 +136,16 @@ def take(scope: str, key: str, rate: Rate | None, now: float | None = None) -> i
         return 0
     counts[-1] -= 1
     return _seconds(counts, rate, length, now)
+
+
+def give_back(scope: str, key: str, rate: Rate | None, now: float) -> None:
+    """Uncount a request `take` passed at `now` (the same `now`: its slice)."""
+    if rate is None:
+        return
+    keys, _ = _slices(scope, key, rate, now)
+    try:
+        store.decr(keys[-1])
+    except ValueError:  # the slice has expired: nothing left to give back
+        pass
+    except Exception as exc:  # any cache failure: do not limit
+        log.warning("rate limit %s not given back: the cache is unreachable (%s)", scope, exc)

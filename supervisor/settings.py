@@ -231,6 +231,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Django's, but a password is hashed with no pooled connection held (web/password_checks.py).
+AUTHENTICATION_BACKENDS = ["supervisor.web.password_checks.PasswordBackend"]
+# How many password checks (~0.6 s of CPU each) one web process runs at once, at the
+# lowest CPU priority; a log-in past them is answered 503 with Retry-After at once,
+# before the database is asked.
+SUPERVISOR_PASSWORD_CHECKS = env_int("SUPERVISOR_PASSWORD_CHECKS", 1)
+if SUPERVISOR_PASSWORD_CHECKS < 1:
+    raise ImproperlyConfigured(
+        f"SUPERVISOR_PASSWORD_CHECKS={SUPERVISOR_PASSWORD_CHECKS}: expected 1 or more"
+    )
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:overview"
 LOGOUT_REDIRECT_URL = "login"

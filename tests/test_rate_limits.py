@@ -4,10 +4,13 @@ import json
 import socket
 import sys
 import threading
+import time
 from contextlib import closing
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.contrib.auth.signals import user_login_failed
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
@@ -15,6 +18,7 @@ from supervisor import rate_limit
 from supervisor.core.models import IngestedEvent
 from supervisor.core.sources import do_create_source
 from supervisor.rate_limit import Rate
+from tests.test_login_behind_proxy import Browser
 
 LIMITS = {
     "ingest": ("SUPERVISOR_INGEST_RATE", "3/60"),
@@ -163,6 +167,15 @@ def test_an_address_trying_many_accounts_is_limited(client, ann):
 
 
 @override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_a_try_refused_under_one_limit_is_not_counted_under_the_other(client, ann):
+    # ann's limit (3) refuses her fourth and fifth tries: they are not counted against the
+    # address either (5), which lets two more accounts fail from it, and then no more.
+    statuses = [_log_in(client, "ann", "wrong").status_code for _ in range(5)]
+    assert statuses == [200, 200, 200, 429, 429]
+    assert [_log_in(client, name, "wrong").status_code for name in "bcd"] == [200, 200, 429]
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=LIMITS)
 def test_successful_log_ins_are_not_counted(client, ann):
     for _ in range(6):
         assert _log_in(client, "ann", "right-password-1").status_code == 302
@@ -198,6 +211,53 @@ def test_a_peer_that_is_not_a_listed_proxy_is_the_client_whatever_it_forwards(cl
         for n in range(5)
     ]
     assert [s.status_code for s in statuses] == [200, 200, 200, 429, 429]
+
+
+class SlowPasswordHasher(PBKDF2PasswordHasher):
+    """A quick PBKDF2 that takes as long as the real one (~0.6 s): parallel log-ins are
+    all in the middle of their password check together, as they are in production."""
+
+    algorithm = "slow_pbkdf2_for_tests"
+    iterations = 1000
+
+    def encode(self, password, salt, iterations=None):  # an unknown name's check
+        time.sleep(0.3)
+        return super().encode(password, salt, iterations)
+
+
+@pytest.mark.parametrize("account", ["ann", "nobody"])  # a wrong password, an unknown name
+def test_parallel_wrong_passwords_check_no_more_than_the_limit(live_server, account):
+    # Twelve browsers send a wrong password at once: the three the limit allows are
+    # checked, the nine others are refused without their password being looked at.
+    checked = []
+
+    def counted(sender, credentials, **kwargs):
+        checked.append(credentials["username"])
+
+    user_login_failed.connect(counted, dispatch_uid="count-checks")
+    hashers = ["tests.test_rate_limits.SlowPasswordHasher"]
+    # Room for all twelve checks at once: only the limit may hold them back here.
+    room = {"SUPERVISOR_PASSWORD_CHECKS": 12, "PASSWORD_HASHERS": hashers}
+    try:
+        with override_settings(SUPERVISOR_RATE_LIMITS=LIMITS, **room):
+            get_user_model().objects.create_user("ann", password="right-password-1")
+            browsers = [Browser(live_server.url + "/login/") for _ in range(12)]
+            ready = threading.Barrier(len(browsers))
+            statuses = []
+
+            def guess(browser):
+                ready.wait()
+                statuses.append(browser.log_in(account, "wrong", forwarded=""))
+
+            threads = [threading.Thread(target=guess, args=(b,)) for b in browsers]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        user_login_failed.disconnect(dispatch_uid="count-checks")
+    assert len(checked) == 3, statuses
+    assert sorted(statuses) == [200] * 3 + [429] * 9
 
 
 # --- ingest ------------------------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""Log-ins beside ingest: a password being checked holds no pooled connection (on
+PostgreSQL's pool), and no more checks run at once in a web process than it allows (over
+that, a log-in is refused at once, 503 with Retry-After, without the database).
+
+Before, forty wrong-password log-ins each held a pooled connection for the 0.6 s of CPU
+their hash took, and ingest answered 503: no connection within the pool's timeout.
+"""
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.db import connection
+from django.test import override_settings
+
+from supervisor.core.sources import do_create_source
+from supervisor.web import password_checks
+from tests.test_login_behind_proxy import Browser
+
+NO_LIMITS = {  # many addresses, as a spread-out attack has: the failed-log-in limit is no help
+    "ingest": ("SUPERVISOR_INGEST_RATE", "0"),
+    "login": ("SUPERVISOR_LOGIN_RATE", "0"),
+    "login_address": ("SUPERVISOR_LOGIN_ADDRESS_RATE", "0"),
+}
+
+
+class Gate:
+    """Holds every password hash until it opens."""
+
+    def __init__(self):
+        self.opened = threading.Event()
+        self.entered = 0
+        self.lock = threading.Lock()
+
+    def enter(self):
+        with self.lock:
+            self.entered += 1
+        self.opened.wait(timeout=60)
+
+
+def taken() -> int:
+    """Connections taken from the pool of this process (the live server's too)."""
+    stats = connection.pool.get_stats()
+    return stats["pool_size"] - stats["pool_available"]
+
+
+GATE = Gate()
+
+
+class HeldPasswordHasher(PBKDF2PasswordHasher):
+    """A quick PBKDF2 whose every hash waits at the gate: the log-ins are all in the middle
+    of their password check while ingest is asked for."""
+
+    algorithm = "held_pbkdf2_for_tests"
+    iterations = 1000
+
+    def encode(self, password, salt, iterations=None):
+        GATE.enter()
+        return super().encode(password, salt, iterations)
+
+
+def _ingest(url: str, token: str) -> int:
+    event = {
+        "id": "e1",
+        "type": "task.delegated",
+        "at": "2026-11-05T22:40:00Z",
+        "data": {
+            "task": "task:1",
+            "parent_thread": "thread:p",
+            "child_thread": "thread:c1",
+            "title": "Port",
+            "mode": "async",
+        },
+    }
+    request = urllib.request.Request(
+        url + "/api/v1/events",
+        data=json.dumps({"events": [event]}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+@pytest.mark.services  # the pool is PostgreSQL's
+def test_log_ins_being_checked_leave_the_pool_to_ingest(live_server):
+    global GATE
+    GATE = Gate()
+    _, token = do_create_source("busy")
+    pool_size = connection.settings_dict["OPTIONS"]["pool"]["max_size"]
+    answers: list[int] = []
+    hashers = ["tests.test_log_ins_beside_ingest.HeldPasswordHasher"]
+    with override_settings(SUPERVISOR_RATE_LIMITS=NO_LIMITS, PASSWORD_HASHERS=hashers):
+        browsers = [Browser(live_server.url + "/login/") for _ in range(pool_size)]
+        before = taken()  # this test's own connection
+
+        def guess(n, browser):  # unknown names: Django hashes the password all the same
+            answers.append(browser.log_in(f"who-{n}", "wrong", forwarded=""))
+
+        threads = [threading.Thread(target=guess, args=nb) for nb in enumerate(browsers)]
+        for thread in threads:
+            thread.start()
+        try:
+            # Every log-in is either held in its password hash or already answered.
+            deadline = time.monotonic() + 30
+            while GATE.entered + len(answers) < len(browsers):
+                assert time.monotonic() < deadline, (GATE.entered, answers)
+                time.sleep(0.05)
+            hashing, during = GATE.entered, taken()
+            status = _ingest(live_server.url, token)
+        finally:
+            GATE.opened.set()
+            for thread in threads:
+                thread.join()
+    assert status == 200, f"ingest answered {status} while {hashing} log-ins were hashing"
+    assert during == before, f"{during - before} connections held by {hashing} password hashes"
+    # The ones past the process's bound were refused without being checked.
+    assert 1 <= hashing < pool_size
+    assert sorted(answers) == [200] * hashing + [503] * (pool_size - hashing)
+
+
+LIMITS = {
+    "ingest": ("SUPERVISOR_INGEST_RATE", "0"),
+    "login": ("SUPERVISOR_LOGIN_RATE", "3/300"),
+    "login_address": ("SUPERVISOR_LOGIN_ADDRESS_RATE", "5/300"),
+}
+
+
+@override_settings(SUPERVISOR_PASSWORD_CHECKS=1, SUPERVISOR_RATE_LIMITS=LIMITS)
+def test_a_log_in_past_the_process_checks_is_refused_at_once_and_not_counted(
+    client, db, django_assert_num_queries
+):
+    get_user_model().objects.create_user("ann", password="right-password-1")
+    form = {"username": "ann", "password": "wrong"}
+    with password_checks.slot() as free:  # another log-in's password is being checked
+        assert free
+        for _ in range(4):
+            with django_assert_num_queries(0):
+                refused = client.post("/login/", form)
+            assert refused.status_code == 503
+            assert refused["Retry-After"] == "1"
+            assert b"Too many log-ins are being checked just now" in refused.content
+    # The refusals were not failures: ann still has her three tries, then the limit.
+    statuses = [client.post("/login/", form).status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    assert client.post("/login/", {**form, "password": "right-password-1"}).status_code == 429
