@@ -232,7 +232,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 # Django's, but a password is hashed with no pooled connection held (web/password_checks.py).
-AUTHENTICATION_BACKENDS = ["supervisor.web.password_checks.PasswordBackend"]
+# PasswordBackend decides every log-in (it never hands one on); Django's ModelBackend
+# stays listed so that sessions logged in before it came, which name ModelBackend, stay
+# logged in (Django re-reads a session's user only through a listed backend).
+AUTHENTICATION_BACKENDS = [
+    "supervisor.web.password_checks.PasswordBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 # How many password checks (~0.6 s of CPU each) one web process runs at once, at the
 # lowest CPU priority; a log-in past them is answered 503 with Retry-After at once,
 # before the database is asked.

@@ -152,3 +152,30 @@ def test_a_log_in_past_the_process_checks_is_refused_at_once_and_not_counted(
     statuses = [client.post("/login/", form).status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
     assert client.post("/login/", {**form, "password": "right-password-1"}).status_code == 429
+
+
+def test_a_session_from_before_the_password_backend_stays_logged_in(client, db):
+    """Sessions logged in before PasswordBackend came name Django's ModelBackend: the
+    upgrade does not log their holders out."""
+    ann = get_user_model().objects.create_user("ann", password="right-password-1")
+    client.force_login(ann, backend="django.contrib.auth.backends.ModelBackend")
+    assert client.get("/").status_code == 200
+    assert client.get("/").wsgi_request.user == ann
+
+
+@override_settings(SUPERVISOR_RATE_LIMITS=NO_LIMITS)
+def test_a_wrong_password_is_checked_once_and_never_by_django_s_backend(client, db, monkeypatch):
+    from django.contrib.auth.backends import ModelBackend
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ModelBackend checked a password, its connection held")
+
+    monkeypatch.setattr(ModelBackend, "authenticate", refuse)
+    get_user_model().objects.create_user("ann", password="right-password-1")
+    for name in ("ann", "nobody"):
+        answer = client.post("/login/", {"username": name, "password": "wrong"})
+        assert answer.status_code == 200 and b"didn't match" in answer.content
+    assert (
+        client.post("/login/", {"username": "ann", "password": "right-password-1"}).status_code
+        == 302
+    )

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.hashers import make_password, verify_password
+from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.views.decorators.debug import sensitive_variables
 
@@ -101,7 +102,12 @@ def _hash(function, *args):
 
 class PasswordBackend(ModelBackend):
     """ModelBackend, but the lookup's connection goes back to the pool before the
-    password is hashed, and the hash runs on a hashing thread."""
+    password is hashed, and the hash runs on a hashing thread.
+
+    It decides every log-in it is given a name and password for: a wrong one raises
+    PermissionDenied, which ends Django's `authenticate` (a failure all the same), so
+    ModelBackend, listed after it for the sessions that name it, never checks a
+    password with a connection held."""
 
     @sensitive_variables("password")
     def authenticate(self, request, username=None, password=None, **kwargs):
@@ -119,9 +125,11 @@ class PasswordBackend(ModelBackend):
             connection.close()  # pooled: handed back; the next query takes one again
         if user is None:  # hashed all the same: as long as a check, it tells no one apart
             _hash(make_password, password)
-            return None
+            raise PermissionDenied
         right, must_update = _hash(verify_password, password, user.password)
         if right and must_update:  # a stronger hasher now: as user.check_password does
             user.set_password(password)
             user.save(update_fields=["password"])
-        return user if right and self.user_can_authenticate(user) else None
+        if right and self.user_can_authenticate(user):
+            return user
+        raise PermissionDenied
