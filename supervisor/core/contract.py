@@ -35,8 +35,10 @@ from .times import outside_window
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 MAX_DEPTH = 64
 # The offset's hours and minutes are bounded here: Python's parser takes "+05:60" as +06:00.
+# RFC 3339 bounds no fraction, so any number of digits is a time (those past
+# microseconds are cut below).
 RFC3339 = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
 )
 
 

@@ -17,15 +17,16 @@ a role change its frames carry the action forms the new role allows.
 
 Numbers from the client (query `id` and `after`, message `resume`) are ids: a decimal
 integer in 0..2**63-1 (the database's bigint); anything else closes the socket with
-4400. A message that is not a JSON object with `resume` is ignored.
+4400, after the handshake for the query's (the origin and the session are refused at
+the handshake itself). A message that is not a JSON object with `resume` is ignored.
 
 Every KEEP_EVERY seconds a socket joins its groups again (a Redis restart empties them,
 and channels_redis forgets a membership after a day) and, if the relay sent its page a
 frame it never got (a channel over capacity drops frames), catches up from its cursor.
 
 A socket closes only for a reason, with that reason's code, on either channel layer:
-4401 the session ended, 4400 a bad id or message, 4403 a foreign origin (origin.py),
-4503 the channel layer was lost (layer.py). An idle one stays open.
+4401 the session ended, 4400 a bad id, message or path, 4403 a foreign origin
+(origin.py), 4503 the channel layer was lost (layer.py). An idle one stays open.
 """
 
 from __future__ import annotations
@@ -108,12 +109,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.close(code=SESSION_ENDED)
             return
         # Latin-1 maps every byte: a stray one is a bad id below, not a UnicodeDecodeError.
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        # Blank values are kept: `id=` is no id, not the default one.
+        raw = self.scope.get("query_string", b"").decode("latin-1")
+        query = parse_qs(raw, keep_blank_values=True)
         self.view = (query.get("view") or ["list"])[0]
         self.subject = query_id((query.get("id") or ["0"])[0])
         given_after = query.get("after")
         after = query_id(given_after[0]) if given_after else None
         if self.view not in VIEWS or self.subject is None or (given_after and after is None):
+            # Accepted first: closed during the handshake, the socket is an HTTP 403 to
+            # the browser, which then sees no close code. Nothing is joined or sent, and
+            # a message the client sent meanwhile is ignored.
+            self.ended = True
+            await self.accept()
             await self.close(code=BAD_REQUEST)
             return
         self.session_key = self.scope["session"].session_key
@@ -314,3 +322,17 @@ class LiveConsumer(AsyncWebsocketConsumer):
             time.monotonic() - self.session_read_at < session_reads.recheck
             or await self.read_session()
         )
+
+
+class NoSuchSocket(AsyncWebsocketConsumer):
+    """Any other socket path (an id put in the path, say): a bad request, closed with 4400
+    once open as a bad id is, instead of the router's "No route found" traceback; a
+    stranger is refused with 4401 at the handshake, as on the live path."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=SESSION_ENDED)
+            return
+        await self.accept()
+        await self.close(code=BAD_REQUEST)

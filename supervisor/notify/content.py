@@ -1,6 +1,10 @@
 """What a message says: what happened in one line, the text the parent was given beside
 the child's latest result (shortened), the suggested action, one link to the task, and
-signed links to acknowledge or snooze. Everything passes `redact` on the way out."""
+signed links to acknowledge or snooze. Everything passes `redact` on the way out.
+
+Every line is Supervisor's: an agent's text (a title, an id, a result, evidence) is put
+after Supervisor's own words on a line, as one line (`agent_text`), so that it cannot
+start a line of its own and forge one (`Task:`, the acknowledge link, `ref:`)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from supervisor.core.flag_kinds import CRITICAL, kind_of, severity_of
 from supervisor.core.loader import load_for_task
 from supervisor.core.models import Flag, Thread
 
+from .headers import single_line
 from .redact import redact
 
 TEXT_LIMIT = 280  # characters of each text in a message; the page has them in full
@@ -32,10 +37,17 @@ def base_url() -> str:
     return settings.SUPERVISOR_BASE_URL.rstrip("/")
 
 
+def agent_text(text: str) -> str:
+    """An agent's text as it goes on a line of a message: its secrets cut on their own
+    (a key's opening line with no end would otherwise take the message's own lines
+    after it), then one line, with no break or hidden character (headers.single_line)."""
+    return single_line(redact(text))
+
+
 def shorten(text: str | None, limit: int = TEXT_LIMIT) -> str:
     if text is None:
         return "(none)"
-    flat = " ".join(text.split())
+    flat = agent_text(text)
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
@@ -92,7 +104,10 @@ def evidence_words(flag: Flag) -> str:
 
 def one_line(flag: Flag) -> str:
     words = kind_of(flag.kind)
-    title = (flag.task.title or flag.task.task_id) if flag.task_id else flag.subject_id
+    if flag.task_id:
+        title = agent_text(flag.task.title or "") or agent_text(flag.task.task_id)
+    else:
+        title = agent_text(flag.subject_id)
     return f"[{severity_of(flag.kind)}] {words.title}: {title}"
 
 
@@ -170,5 +185,5 @@ def for_flags(flags: list[Flag], lead: str = "") -> Message:
 def for_test(channel_name: str) -> Message:
     return Message(
         "Supervisor: test notification",
-        f"A test from Supervisor for channel “{channel_name}”: this channel works.",
+        f"A test from Supervisor for channel “{single_line(channel_name)}”: this channel works.",
     )

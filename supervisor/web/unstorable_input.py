@@ -1,7 +1,8 @@
 """A page's query or form value that no query can carry (NUL, a lone surrogate) is a
 400 naming the parameter, as the API answers the same input (supervisor/api/inputs.py):
-PostgreSQL refuses NUL in a query, so the filter would otherwise be a 500. The API's
-own operations name their fields their own way and are left to it."""
+PostgreSQL refuses NUL in a query, so the filter would otherwise be a 500. So is a path
+holding one (`/tasks/%00/` reaches the short-id lookup), whichever page it would name.
+The API's own operations name their fields their own way and are left to it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class UnstorableValue(BadRequest):
 
 
 def check_values(request: HttpRequest) -> None:
+    if problem := unstorable(request.path_info):
+        raise UnstorableValue(f"The address {problem}.")
     sent = [request.GET]
     if request.method == "POST":
         sent.append(request.POST)

@@ -1,5 +1,7 @@
 """What the live socket reads from the client: ids within the database's bigint, or the
-socket is closed with 4400; never a traceback in the log."""
+socket is closed with 4400; never a traceback in the log. A bad id in the query is
+closed after the handshake (issue 39): refused at the handshake, as it was, a browser
+gets an HTTP 403 and sees no close code at all."""
 
 import json
 import logging
@@ -36,6 +38,17 @@ def assert_no_traceback(log) -> None:
     assert not failed, [r.getMessage() for r in failed]
 
 
+async def assert_opened_then_closed_with_4400(communicator) -> None:
+    """Accepted (a browser sees the close code only on an open socket), then closed with
+    4400 before anything else is sent."""
+    assert await communicator.connect() == (True, None)
+    assert await communicator.receive_output(timeout=2) == CLOSED_4400
+    # A resume the client sent before it read the close is ignored.
+    await communicator.send_json_to({"resume": 0})
+    assert await communicator.receive_nothing(timeout=0.2)
+    assert await communicator.receive_nothing(timeout=0)  # raises what the consumer raised
+
+
 def with_query(raw: bytes):
     """The app, handed a raw query string (a client may send any bytes there)."""
 
@@ -59,18 +72,45 @@ def with_query(raw: bytes):
         "view=task&id=1_0",  # int() takes it
         "view=task&id=%D9%A3",  # an Arabic-Indic three: int() takes it
         "view=task&id=%FF",
+        "view=task&id=",
+        "view=task&id=%00",
+        "view=task&id=1&after=%E2%80%AE1",
+        "view=nothing&id=1",
     ],
 )
-async def test_a_query_id_out_of_range_or_not_digits_is_refused_with_4400(cookie, log, query):
+async def test_a_query_id_out_of_range_or_not_digits_is_closed_with_4400(cookie, log, query):
     communicator = WebsocketCommunicator(application, f"/ws/live/?{query}", [ORIGIN, cookie])
-    assert await communicator.connect() == (False, 4400)
+    await assert_opened_then_closed_with_4400(communicator)
     assert_no_traceback(log)
 
 
-async def test_a_query_string_that_is_not_utf8_is_refused_with_4400(cookie, log):
+async def test_a_query_string_that_is_not_utf8_is_closed_with_4400(cookie, log):
     app = with_query(b"view=task&id=\xff\xfe")
     communicator = WebsocketCommunicator(app, "/ws/live/", [ORIGIN, cookie])
-    assert await communicator.connect() == (False, 4400)
+    await assert_opened_then_closed_with_4400(communicator)
+    assert_no_traceback(log)
+
+
+@pytest.mark.parametrize("path", ["/ws/live/5/", "/ws/live/5", "/ws/live/%00/", "/ws/", "/x"])
+async def test_an_id_in_the_path_is_closed_with_4400_not_a_traceback(cookie, log, path):
+    """The socket's ids are in its query; a path other than /ws/live/ raised "No route
+    found" inside the application (a traceback, and no close code)."""
+    communicator = WebsocketCommunicator(application, f"{path}?view=task&id=5", [ORIGIN, cookie])
+    await assert_opened_then_closed_with_4400(communicator)
+    stranger = WebsocketCommunicator(application, path, [ORIGIN])
+    assert await stranger.connect() == (False, 4401)
+    assert_no_traceback(log)
+
+
+async def test_a_bad_id_from_a_stranger_or_a_foreign_page_keeps_their_refusal(cookie, log):
+    """The session and the origin are judged first, at the handshake, as before."""
+    stranger = WebsocketCommunicator(application, "/ws/live/?view=task&id=-1", [ORIGIN])
+    assert await stranger.connect() == (False, 4401)
+    foreign = [(b"origin", b"http://evil.example"), cookie]
+    assert await WebsocketCommunicator(application, "/ws/live/?id=-1", foreign).connect() == (
+        False,
+        4403,
+    )
     assert_no_traceback(log)
 
 
