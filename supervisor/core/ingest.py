@@ -41,6 +41,7 @@ from .models import (
     ToolRejection,
     Wake,
 )
+from .own_records import refused_claims
 from .ownership import normalized
 from .retention import known_event_ids
 
@@ -81,6 +82,7 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
     result = IngestResult()
     valid: list[Event] = []
     raw_by_id: dict[str, Any] = {}
+    index_by_id: dict[str, int] = {}
     dead: list[dict[str, Any]] = []  # DeadLetter fields: rows are made per attempt
     seen_in_batch: set[str] = set()
     for index, raw in enumerate(raw_events):
@@ -103,14 +105,16 @@ def apply_events(source: Source, raw_events: list[Any]) -> IngestResult:
         seen_in_batch.add(event.id)
         valid.append(event)
         raw_by_id[event.id] = raw
+        index_by_id[event.id] = index
 
-    return retrying(lambda: _store(source, valid, raw_by_id, dead, result))
+    return retrying(lambda: _store(source, valid, raw_by_id, index_by_id, dead, result))
 
 
 def _store(
     source: Source,
     valid: list[Event],
     raw_by_id: dict[str, Any],
+    index_by_id: dict[str, int],
     dead: list[dict[str, Any]],
     parsed: IngestResult,
 ) -> IngestResult:
@@ -130,6 +134,12 @@ def _store(
         existing |= known_event_ids(source, [e for e in valid if e.id not in existing])
         new = [e for e in valid if e.id not in existing]
         result.duplicates += len(valid) - len(new)
+        # Read in the batch's transaction: an orchestrator answers once a worker took the action.
+        if claims := refused_claims(source, new):
+            _refuse(
+                source, [e for e in new if e.id in claims], claims, raw_by_id, index_by_id, result
+            )
+            new = [e for e in new if e.id not in claims]
         result.accepted = len(new)
         if new:
             received = clock.now()
@@ -159,6 +169,28 @@ def _store(
                 counts["last_event_at"] = clock.now()
             Source.objects.filter(pk=source.pk).update(**counts)
     return result
+
+
+def _refuse(
+    source: Source,
+    events: list[Event],
+    errors: dict[str, str],
+    raw_by_id: dict[str, Any],
+    index_by_id: dict[str, int],
+    result: IngestResult,
+) -> None:
+    """Valid events refused for what they claim, as dead letters like any other."""
+    letters = []
+    for event in events:
+        error = storable(errors[event.id])
+        result.rejected.append({"index": index_by_id[event.id], "id": event.id, "error": error})
+        letters.append(
+            DeadLetter(
+                source=source, event_id=event.id, body=_dump(raw_by_id[event.id]), error=error
+            )
+        )
+    DeadLetter.objects.bulk_create(letters)
+    result.rejected.sort(key=lambda rejected: rejected["index"])
 
 
 def evaluate_after_commit(namespace_id: int, result: IngestResult) -> None:
