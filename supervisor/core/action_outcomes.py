@@ -11,6 +11,7 @@ on its own: the parent then holds the real answer, recorded as a manual wake.
 from __future__ import annotations
 
 from . import ownership
+from .connectors import DELIVERY_WAKE_PREFIX
 from .flag_kinds import BY_DELIVERY, BY_REASON, BY_REPORT, answered_by, kind_of
 from .rules import completed_on_failure
 from .rules.failed_while_running import GAVE_UP, baseline
@@ -147,7 +148,7 @@ def resolved_because(snap: Snapshot, subject_type: str, subject_id: str, kind: s
         latest = ownership.latest_result_run(snap, view)
         wake = ownership.reaching_wake(snap, view, latest.summary) if latest else None
         if wake is not None and wake.source_kind == "manual":
-            delivery = _delivery_words(snap, wake.id, latest)
+            delivery = _delivery_words(snap, view, wake.id, latest)
             return f"resolved: {delivery} brought the latest result to the parent"
         if wake is not None:
             return (
@@ -165,13 +166,15 @@ def _named(snap: Snapshot, run_id: str | None) -> str:
     return ownership.run_name(snap.runs.get(run_id or ""))
 
 
-def _delivery_words(snap: Snapshot, wake_id: str, run: RunView) -> str:
+def _delivery_words(snap: Snapshot, view: TaskView, wake_id: str, run: RunView) -> str:
     from .models import Action
 
-    prefix = "supervisor:delivery:"
+    prefix = DELIVERY_WAKE_PREFIX
     pk = wake_id.removeprefix(prefix)
     if wake_id.startswith(prefix) and pk.isdigit():
-        action = Action.objects.filter(pk=int(pk)).values_list("actor_name", "run_id").first()
+        # Ingest keeps the id to the delivery sent (own_records); the task too, to be sure.
+        found = Action.objects.filter(pk=int(pk), kind="deliver", task__task_id=view.id)
+        action = found.values_list("actor_name", "run_id").first()
         if action is not None:
             name = (action[0] or "someone").removeprefix("user:")
             named = _named(snap, action[1]) if action[1] else ownership.run_name(run)

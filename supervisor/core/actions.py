@@ -35,13 +35,12 @@ from .connectors import (
     Receipt,
     SettingsError,
     connector_for,
-    continue_wake,
-    delivery_wake,
 )
 from .flags import do_resolve_flag
 from .ingest import do_ingest
 from .loader import load_for_task
 from .models import Action, Flag, IngestedEvent, Run, Source, Task
+from .own_records import SUPERVISOR_ENV
 from .rules.cancel_not_propagated import unfinished_work
 from .source_names import internal_source_name
 
@@ -50,7 +49,6 @@ log = logging.getLogger(__name__)
 KINDS = Action.KINDS
 LIVE_DELIVERY_STATES = (Action.QUEUED, Action.SENDING, Action.SUCCEEDED)
 BULK_LIMIT = 500  # tasks one bulk action may touch
-SUPERVISOR_ENV = "supervisor"  # the environment of Supervisor's own events (its clock)
 PREVIEW_ASK_LIMIT = 2.0  # seconds a preview may wait on the connector's orchestrator
 
 
@@ -740,7 +738,7 @@ def outgoing_for(action: Action) -> Outgoing:
     return Outgoing(
         action_id=action.pk,
         kind=action.kind,
-        idempotency_key=action.idempotency_key,
+        idempotency_key=action.sent_key,
         namespace=task.namespace.name,
         task_id=task.task_id,
         task_title=task.title,
@@ -889,7 +887,7 @@ def record_delivery(action: Action, now: datetime) -> None:
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
         "data": {
-            "wake": delivery_wake(action.pk),
+            "wake": action.wake,
             "thread": action.target_thread_id,
             "source": {"kind": "manual", "task": task.task_id},
             "summary": action.text,
@@ -911,7 +909,7 @@ def record_continue(action: Action, now: datetime) -> None:
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
         "data": {
-            "wake": continue_wake(action.idempotency_key),
+            "wake": action.wake,
             "thread": action.target_thread_id,
             "source": {"kind": "manual", "task": task.task_id},
             "summary": action.text,

@@ -35,7 +35,7 @@ class Outgoing:
 
     action_id: int
     kind: str  # cancel | continue | deliver
-    idempotency_key: str
+    idempotency_key: str  # as sent (`sent_key`): the namespace's, not the bare key asked for
     namespace: str
     task_id: str
     task_title: str
@@ -54,11 +54,7 @@ class Outgoing:
         """The manual wake Supervisor records a confirmed deliver or continue as: an
         orchestrator names it in the run it starts for the action (trigger `wake`), so
         that a continue's run is owned by the task (contract §4, rule 5)."""
-        if self.kind == "deliver":
-            return self.delivery_wake
-        if self.kind == "continue":
-            return continue_wake(self.idempotency_key)
-        return None
+        return action_wake(self.kind, self.action_id, self.idempotency_key)
 
     @property
     def delivery_wake(self) -> str:
@@ -68,11 +64,36 @@ class Outgoing:
         return delivery_wake(self.action_id)
 
 
+def sent_key(namespace_id: int, key: str) -> str:
+    """The key an action is sent with (header, body, T3's command ids, a continue's
+    wake): the key asked for behind its namespace's mark, so that one key asked in two
+    namespaces reaches a shared receiver as two keys, and no key asked in one namespace
+    is ever another's. Printable ASCII, at most 200 characters: a key too long for the
+    mark is hashed (as unique, and the same for the same key)."""
+    mark = f"ns{namespace_id}."
+    if len(mark) + len(key) <= SENT_KEY_LIMIT:
+        return mark + key
+    return f"{mark}sha256:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+SENT_KEY_LIMIT = 200
+
+
+def action_wake(kind: str, action_id: int, key: str) -> str | None:
+    """The wake Supervisor records a deliver or continue as, from the action's number
+    and the key it is sent with; None for a cancel."""
+    if kind == "deliver":
+        return delivery_wake(action_id)
+    if kind == "continue":
+        return continue_wake(key)
+    return None
+
+
 def continue_wake(idempotency_key: str) -> str:
     """The id of the manual wake to the child that records a continue. It derives from
-    the key, not the action's number, so that a connector can name it in what it sends
-    (T3's message id) and know it again when it reads the run back; percent-encoded, as
-    T3's own derived ids are, and hashed when long."""
+    the key sent, not the action's number, so that a connector can name it in what it
+    sends (T3's message id) and know it again when it reads the run back;
+    percent-encoded, as T3's own derived ids are, and hashed when long."""
     key = quote(idempotency_key, safe="")
     if len(key) > CONTINUE_KEY_LIMIT:
         key = "sha256:" + hashlib.sha256(idempotency_key.encode()).hexdigest()
@@ -81,11 +102,16 @@ def continue_wake(idempotency_key: str) -> str:
 
 CONTINUE_WAKE_PREFIX = "supervisor:continue:"
 CONTINUE_KEY_LIMIT = 200
+DELIVERY_WAKE_PREFIX = "supervisor:delivery:"
+# Wake ids only Supervisor makes: what an orchestrator reports under them must be a
+# wake Supervisor sent (ingest.supervisors_claims).
+SUPERVISOR_WAKE_PREFIXES = (CONTINUE_WAKE_PREFIX, DELIVERY_WAKE_PREFIX)
 
 
 def delivery_wake(action_id: int) -> str:
-    """The id of the manual wake that records delivery `action_id`."""
-    return f"supervisor:delivery:{action_id}"
+    """The id of the manual wake that records delivery `action_id` (action numbers are
+    the whole installation's: unique across namespaces)."""
+    return f"{DELIVERY_WAKE_PREFIX}{action_id}"
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from .models import (
     ToolRejection,
     Wake,
 )
+from .own_records import refused_claims
 from .ownership import normalized
 from .retention import known_event_ids
 from .storage_errors import refusal, refused_for_good
@@ -124,7 +125,7 @@ def _store_or_refuse(
     rest of the batch is stored, and its sender is never told to retry what would be
     refused again (it would be stuck)."""
     try:
-        return retrying(lambda: _store(source, valid, raw_by_id, dead, parsed))
+        return retrying(lambda: _store(source, valid, raw_by_id, index_of, dead, parsed))
     except DatabaseError as exc:
         if not valid or not refused_for_good(exc):
             raise
@@ -141,7 +142,7 @@ def _store_or_refuse(
             ],
         )
         letter = {"event_id": event.id, "body": _dump(raw_by_id[event.id]), "error": message}
-        return retrying(lambda: _store(source, [], raw_by_id, [*dead, letter], refused))
+        return retrying(lambda: _store(source, [], raw_by_id, index_of, [*dead, letter], refused))
     half = len(valid) // 2
     first = _store_or_refuse(source, valid[:half], raw_by_id, index_of, dead, parsed)
     second = _store_or_refuse(source, valid[half:], raw_by_id, index_of, [], IngestResult())
@@ -158,6 +159,7 @@ def _store(
     source: Source,
     valid: list[Event],
     raw_by_id: dict[str, Any],
+    index_of: dict[str, int],
     dead: list[dict[str, Any]],
     parsed: IngestResult,
 ) -> IngestResult:
@@ -177,6 +179,10 @@ def _store(
         existing |= known_event_ids(source, [e for e in valid if e.id not in existing])
         new = [e for e in valid if e.id not in existing]
         result.duplicates += len(valid) - len(new)
+        # Read in the batch's transaction: an orchestrator answers once a worker took the action.
+        if claims := refused_claims(source, new):
+            _refuse(source, [e for e in new if e.id in claims], claims, raw_by_id, index_of, result)
+            new = [e for e in new if e.id not in claims]
         result.accepted = len(new)
         if new:
             received = clock.now()
@@ -206,6 +212,28 @@ def _store(
                 counts["last_event_at"] = clock.now()
             Source.objects.filter(pk=source.pk).update(**counts)
     return result
+
+
+def _refuse(
+    source: Source,
+    events: list[Event],
+    errors: dict[str, str],
+    raw_by_id: dict[str, Any],
+    index_of: dict[str, int],
+    result: IngestResult,
+) -> None:
+    """Valid events refused for what they claim, as dead letters like any other."""
+    letters = []
+    for event in events:
+        error = storable(errors[event.id])
+        result.rejected.append({"index": index_of[event.id], "id": event.id, "error": error})
+        letters.append(
+            DeadLetter(
+                source=source, event_id=event.id, body=_dump(raw_by_id[event.id]), error=error
+            )
+        )
+    DeadLetter.objects.bulk_create(letters)
+    result.rejected.sort(key=lambda rejected: rejected["index"])
 
 
 def evaluate_after_commit(namespace_id: int, result: IngestResult) -> None:

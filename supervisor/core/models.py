@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .connectors import action_wake, sent_key
 from .source_names import INTERNAL_PREFIX, NAME_LENGTH
 
 
@@ -474,6 +475,9 @@ class Action(models.Model):
     # again, or at once, is the same request (issue 39).
     confirms = models.CharField(max_length=32, null=True)
     bulk_key = models.CharField(max_length=200, null=True)
+    # Sent as it is, not behind its namespace's mark (`sent_key`): the actions made before
+    # migration 0027, so that one still in flight keeps the key it was first sent with.
+    bare_key = models.BooleanField(default=False)
     state = models.CharField(max_length=10, default=QUEUED)
     attempts = models.IntegerField(default=0)
     last_error = models.TextField(null=True)
@@ -503,6 +507,18 @@ class Action(models.Model):
             models.UniqueConstraint(fields=["task", "bulk_key"], name="action_one_per_bulk_key"),
         ]
         indexes = [models.Index(fields=["state", "due_at"], name="action_due")]
+
+    @property
+    def sent_key(self) -> str:
+        """The key every send of the action carries: its namespace's (connectors.sent_key)."""
+        if self.bare_key:
+            return self.idempotency_key
+        return sent_key(self.namespace_id, self.idempotency_key)
+
+    @property
+    def wake(self) -> str | None:
+        """The manual wake a deliver or continue is recorded as and sent with."""
+        return action_wake(self.kind, self.pk, self.sent_key)
 
 
 class Change(models.Model):

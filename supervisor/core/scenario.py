@@ -13,12 +13,15 @@ from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.utils import timezone
 
 from . import clock
+from .actions import internal_source
 from .contract import parse_timestamp
 from .evaluate import evaluate
 from .ingest import apply_events
 from .models import Flag, Task, Thread
 from .sources import do_create_source
 from .sweep import sweep
+
+OWN_SOURCE = "supervisor"  # a scenario's name for Supervisor's own source
 
 
 class ScenarioError(ValueError):
@@ -102,8 +105,10 @@ def replay(scenario: Scenario, *, as_service: bool = False) -> dict:
     source, _ = do_create_source("replay", "replay", "ingest,read", settings=scenario.settings)
     namespace_id = source.namespace_id
     # An extension of §7: an event may name its "source" (a follower of a remote
-    # environment, say); each name is a source of its own in the one namespace.
-    sources = {None: source}
+    # environment, say); each name is a source of its own in the one namespace, but
+    # "supervisor", which is Supervisor's own: what it records of the actions it sent
+    # (ingest refuses Supervisor's wakes and environment from any other source).
+    sources = {None: source, OWN_SOURCE: internal_source(source.namespace)}
 
     def source_of(raw):
         name = raw.get("source") if isinstance(raw, dict) else None

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from . import handover, ownership
-from .connectors import continue_wake, delivery_wake
 from .handover import Handover
 from .models import Task
 from .snapshot import Snapshot, TaskView
@@ -203,10 +202,8 @@ def _asked_at(actions) -> dict[str, datetime]:
     """The wake each delivery or continue is recorded as, and when it was asked."""
     asked = {}
     for action in actions:
-        if action.kind == "deliver":
-            asked[delivery_wake(action.pk)] = action.created_at
-        elif action.kind == "continue":
-            asked[continue_wake(action.idempotency_key)] = action.created_at
+        if action.wake is not None:
+            asked[action.wake] = action.created_at
     return asked
 
 

@@ -33,7 +33,6 @@ from supervisor.core import action_outcomes, clock, continued, ownership, silenc
 from supervisor.core.action_outcomes import LATER_EVENTS
 from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
 from supervisor.core.assignment import assignable_users
-from supervisor.core.connectors import continue_wake
 from supervisor.core.flag_kinds import (
     CANCEL,
     CATALOGUE,
@@ -672,7 +671,7 @@ def continued_outcome(snap, view, actions: list) -> dict | None:
     )
     if last is None:
         return None
-    found = continued.what_continued(snap, view, continue_wake(last.idempotency_key))
+    found = continued.what_continued(snap, view, last.wake)
     return {
         "action": last,
         "run": found.run,

@@ -16,14 +16,14 @@ import pytest
 from django.db import transaction
 
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core import clock, continued, ownership
+from supervisor.core import actions, clock, continued, ownership
 from supervisor.core.actions import do_request_action
 from supervisor.core.connectors import Outgoing, SettingsError, connector_for
 from supervisor.core.contract import parse_event, parse_timestamp
 from supervisor.core.evaluate import evaluate
 from supervisor.core.ingest import apply_events
 from supervisor.core.loader import load_for_task
-from supervisor.core.models import Flag, IngestedEvent, Run, Task, Wake
+from supervisor.core.models import Action, Flag, IngestedEvent, Run, Task, Wake
 from supervisor.core.rules.account_limit import account_limit_words
 from supervisor.core.rules.transient_failure import passing_fault
 from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
@@ -249,17 +249,11 @@ def test_the_command_answers_webhook_actions_once_and_stops_on_ctrl_c(live_serve
         task = json.loads(manifest_file.read_text())["tasks"][0]
         runs = Run.objects.filter(thread__thread_id=task["parent_thread"])
         before = max(runs.values_list("ordinal", flat=True))
-        outgoing = Outgoing(
-            action_id=1,
-            kind="deliver",
-            idempotency_key="sup-webhook-1",
-            namespace=source.namespace.name,
-            task_id=task["task"],
-            task_title=task["title"],
-            thread_id=task["parent_thread"],
-            run_id=None,
+        outgoing = outgoing_for(
+            "deliver",
+            Task.objects.get(namespace=source.namespace, task_id=task["task"]),
+            task["parent_thread"],
             text="[Delivered by hand]\n\nThe result.",
-            actor="user:op",
         )
         webhook = WebhookConnector(source, {"url": url, "secret": SECRET, "timeout": 10})
         first = webhook.perform(outgoing, timeout=10)
@@ -384,19 +378,24 @@ def simulated(db):
 
 
 def outgoing_for(kind: str, task: Task, thread: str, **fields) -> Outgoing:
-    values = {
-        "action_id": 1,
-        "kind": kind,
-        "idempotency_key": f"sup-{kind}-1",
-        "namespace": task.namespace.name,
-        "task_id": task.task_id,
-        "task_title": task.title,
-        "thread_id": thread,
-        "run_id": None,
-        "text": None,
-        "actor": "user:op",
-    }
-    return Outgoing(**(values | fields))
+    """An action Supervisor sent (a worker took it once), as its connector gets it: the
+    orchestrator may report back only the wake of an action that was sent."""
+    action, _ = Action.objects.get_or_create(
+        namespace_id=task.namespace_id,
+        idempotency_key=f"sup-{kind}-1",
+        defaults={
+            "task": task,
+            "kind": kind,
+            "target_thread_id": thread,
+            "run_id": fields.get("run_id"),
+            "text": fields.get("text"),
+            "reason": fields.get("reason"),
+            "actor_name": "user:op",
+            "state": Action.SENDING,
+            "attempts": 1,
+        },
+    )
+    return actions.outgoing_for(action)
 
 
 def counts(source) -> tuple[int, int, int]:

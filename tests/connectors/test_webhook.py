@@ -181,8 +181,8 @@ def test_a_resend_after_a_worker_died_carries_the_actions_one_key(receiver, monk
     first, again = receiver.requests
     for request in (first, again):
         # The key, in the header and in the body; each send signed when it is sent.
-        assert request.headers[signing.IDEMPOTENCY_HEADER] == action.idempotency_key
-        assert json.loads(request.body)["action"]["idempotency_key"] == action.idempotency_key
+        assert request.headers[signing.IDEMPOTENCY_HEADER] == action.sent_key
+        assert json.loads(request.body)["action"]["idempotency_key"] == action.sent_key
         signing.verify(SECRET, request.body, request.headers[signing.HEADER])
     assert json.loads(again.body) == json.loads(first.body)
     assert len(receiver.deliveries) == 1

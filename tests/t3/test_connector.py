@@ -713,7 +713,7 @@ def test_deliver_through_the_worker_dispatches_the_delivery_text_to_the_parent(s
         PARENT,
     )
     assert command["text"] == action.text and "delivered by hand via Supervisor" in action.text
-    assert command["commandId"] == f"supervisor:command:{action.idempotency_key}"
+    assert command["commandId"] == f"supervisor:command:{action.sent_key}"
     assert Wake.objects.filter(source_kind="manual", source_task=TASK).exists()
 
 
@@ -774,7 +774,7 @@ def test_cancel_through_the_worker_interrupts_the_childs_running_run(stale, fake
             DISPATCH,
             {
                 "type": "run.interrupt",
-                "commandId": f"supervisor:command:{action.idempotency_key}",
+                "commandId": f"supervisor:command:{action.sent_key}",
                 "threadId": CHILD,
                 "runId": run,
                 "reason": "cancelled via Supervisor by user:op: enough",
