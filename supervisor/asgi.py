@@ -11,10 +11,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from supervisor.live.origin import SameOriginValidator  # noqa: E402
 from supervisor.live.routing import websocket_urlpatterns  # noqa: E402
+from supervisor.web.password_checks import BusyGate  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # A log-in past the process's password checks is refused before Django.
+        "http": BusyGate(django_asgi_app),
         # Only the site's own origin (scheme, host and port) or a trusted one: see origin.py.
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -243,6 +243,14 @@ AUTHENTICATION_BACKENDS = [
 # lowest CPU priority; a log-in past them is answered 503 with Retry-After at once,
 # before the database is asked.
 SUPERVISOR_PASSWORD_CHECKS = env_int("SUPERVISOR_PASSWORD_CHECKS", 1)
+# The most of one core those checks take over time, past a burst of about three
+# log-ins; a log-in past it is answered 503 with Retry-After (web/password_checks.py).
+SUPERVISOR_PASSWORD_CHECK_SHARE = env_float("SUPERVISOR_PASSWORD_CHECK_SHARE", 0.25)
+if not 0 < SUPERVISOR_PASSWORD_CHECK_SHARE <= 1:
+    raise ImproperlyConfigured(
+        f"SUPERVISOR_PASSWORD_CHECK_SHARE={SUPERVISOR_PASSWORD_CHECK_SHARE}: "
+        "give a share of one core, more than 0 and at most 1"
+    )
 if SUPERVISOR_PASSWORD_CHECKS < 1:
     raise ImproperlyConfigured(
         f"SUPERVISOR_PASSWORD_CHECKS={SUPERVISOR_PASSWORD_CHECKS}: expected 1 or more"

@@ -16,6 +16,11 @@ from tests.simulator.connector import SimulatorConnector
 # The in-process simulator acts for the tests' sources; the product does not offer it.
 register(SimulatorConnector)
 
+# The servers the tests start log in at a machine's pace, with full-strength password
+# hashes: their password checks may take a whole core, not the quarter a web process
+# gives them under a flood (tests/test_log_ins_beside_ingest.py tests that share).
+os.environ.setdefault("SUPERVISOR_PASSWORD_CHECK_SHARE", "1")
+
 ROOT = Path(__file__).resolve().parent.parent
 # The contract's scenarios, as the project keeps them (tests/test_contract_copies.py
 # compares them with the originals wherever those are at hand), and the project's own.

@@ -179,3 +179,80 @@ def test_a_wrong_password_is_checked_once_and_never_by_django_s_backend(client, 
         client.post("/login/", {"username": "ann", "password": "right-password-1"}).status_code
         == 302
     )
+
+
+async def _ask(app, method: str, path: str) -> tuple[int, dict, bytes]:
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"username=a&password=b", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "headers": [], "query_string": b""}
+    await app(scope, receive, send)
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], dict(start["headers"]), body
+
+
+@pytest.mark.asyncio
+async def test_a_log_in_past_the_process_checks_is_refused_before_django():
+    """The refusal costs no middleware, thread, cache or database: past the checks, a
+    POST to the log-in page never reaches the application behind the gate."""
+    reached = []
+
+    async def django(scope, receive, send):
+        reached.append((scope["method"], scope["path"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"django"})
+
+    gate = password_checks.BusyGate(django)
+    assert (await _ask(gate, "POST", "/login/"))[0] == 200  # a check is free
+    with password_checks.slot() as free:  # another log-in's password is being checked
+        assert free
+        status, headers, body = await _ask(gate, "POST", "/login/")
+        assert (status, headers[b"retry-after"]) == (503, b"1")
+        assert b"Too many log-ins are being checked just now" in body
+        assert (await _ask(gate, "GET", "/login/"))[0] == 200  # the page itself is served
+        assert (await _ask(gate, "POST", "/api/v1/events"))[0] == 200  # and ingest is not gated
+    assert (await _ask(gate, "POST", "/login/"))[0] == 200
+    assert reached == [
+        ("POST", "/login/"),
+        ("GET", "/login/"),
+        ("POST", "/api/v1/events"),
+        ("POST", "/login/"),
+    ]
+
+
+def test_password_checks_keep_to_their_share_of_a_core(monkeypatch, settings):
+    """A few log-ins at once pass; a flood's checks take at most the share of a core
+    over time (past it, a log-in is refused as when every check is under way)."""
+    now = [1000.0]
+    monkeypatch.setattr(password_checks, "_clock", lambda: now[0])
+    settings.SUPERVISOR_PASSWORD_CHECK_SHARE = 0.25
+    settings.SUPERVISOR_PASSWORD_CHECKS = 7  # a process's checks of their own, budget full
+
+    def check(seconds: float) -> bool:
+        with password_checks.slot() as free:
+            now[0] += seconds if free else 0
+        return free
+
+    passed = 0
+    while check(0.6):
+        passed += 1
+    # The burst's 2 s and a quarter of the 3 s they took: five checks, 0.4 s owed.
+    assert passed == 5 and password_checks.all_taken()
+    now[0] += 0.4 / 0.25 - 0.01  # the owed 0.4 s earned back at a quarter a second
+    assert password_checks.all_taken()
+    now[0] += 0.02
+    assert not password_checks.all_taken() and check(0.6)
+    # A flood's checks over a minute: at most its share of the minute, and the burst.
+    started, checked = now[0], 0.0
+    while now[0] < started + 60:
+        if check(0.6):
+            checked += 0.6
+        else:
+            now[0] += 0.1
+    assert checked <= 60 * 0.25 + password_checks.BURST
+    assert checked >= 60 * 0.25 - 0.6

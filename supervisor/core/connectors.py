@@ -104,7 +104,7 @@ CONTINUE_WAKE_PREFIX = "supervisor:continue:"
 CONTINUE_KEY_LIMIT = 200
 DELIVERY_WAKE_PREFIX = "supervisor:delivery:"
 # Wake ids only Supervisor makes: what an orchestrator reports under them must be a
-# wake Supervisor sent (ingest.supervisors_claims).
+# wake Supervisor sent (own_records.refused_claims).
 SUPERVISOR_WAKE_PREFIXES = (CONTINUE_WAKE_PREFIX, DELIVERY_WAKE_PREFIX)
 
 
