@@ -135,3 +135,22 @@ def source(db):
 @pytest.fixture
 def user(db, django_user_model):
     return django_user_model.objects.create_user("op", password="pw-for-tests")
+
+
+# The outbound guard's tests (tests/outbound.py): every connect recorded, and the
+# setting that lets Supervisor send to loopback and private addresses, each way.
+@pytest.fixture
+def connects(monkeypatch):
+    from tests.outbound import Connects
+
+    return Connects(monkeypatch)
+
+
+@pytest.fixture
+def allow_private(settings):
+    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = True
+
+
+@pytest.fixture
+def refuse_private(settings):
+    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = False

@@ -12,7 +12,7 @@ import pytest
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError
 from supervisor.core.sources import do_bind_connector
-from tests.outbound import Connects, Names
+from tests.outbound import Names
 from tests.receiver import Receiver
 from tests.web.cast import ADMIN, login_as
 
@@ -70,21 +70,6 @@ def port(receiver: Receiver) -> int:
 
 def webhook(url: str) -> WebhookConnector:
     return WebhookConnector(None, {"url": url, "secret": SECRET, "timeout": 2})
-
-
-@pytest.fixture
-def connects(monkeypatch):
-    return Connects(monkeypatch)
-
-
-@pytest.fixture
-def allow_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = True
-
-
-@pytest.fixture
-def refuse_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = False
 
 
 @pytest.fixture

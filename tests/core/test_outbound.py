@@ -15,16 +15,6 @@ from supervisor.core import outbound
 from tests.outbound import Connects, Names
 
 
-@pytest.fixture
-def allow_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = True
-
-
-@pytest.fixture
-def refuse_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = False
-
-
 @pytest.mark.parametrize(
     ("address", "kind"),
     [

@@ -12,7 +12,7 @@ from supervisor.notify.channels import do_send_test
 from supervisor.notify.models import Channel, Notification
 from tests.notify.conftest import T0
 from tests.notify.receivers import HttpReceiver, SmtpReceiver
-from tests.outbound import Connects, Names
+from tests.outbound import Names
 from tests.web.cast import ADMIN, login_as
 
 pytestmark = pytest.mark.django_db
@@ -30,21 +30,6 @@ METADATA_TARGETS = [
     "ntfy://169.254.169.254/ops",
     "jsons://169.254.169.254/",
 ]
-
-
-@pytest.fixture
-def connects(monkeypatch):
-    return Connects(monkeypatch)
-
-
-@pytest.fixture
-def allow_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = True
-
-
-@pytest.fixture
-def refuse_private(settings):
-    settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = False
 
 
 @pytest.fixture
