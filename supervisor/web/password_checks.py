@@ -128,8 +128,9 @@ def _warn(count: int) -> None:
     if now - _last_warning >= WARN_EVERY:
         _last_warning = now
         log.warning(
-            "log-ins refused (503): %d password check(s) already under way "
-            "(SUPERVISOR_PASSWORD_CHECKS)",
+            "log-ins refused (503): %d password check(s) already under way, or the "
+            "checks past their share of a core "
+            "(SUPERVISOR_PASSWORD_CHECKS, SUPERVISOR_PASSWORD_CHECK_SHARE)",
             count,
         )
 
@@ -175,8 +176,8 @@ class PasswordBackend(ModelBackend):
 
 
 class BusyGate:
-    """ASGI: a log-in (a POST to the log-in page) that would find every password check of
-    this process under way is answered 503 with Retry-After here, before Django: no
+    """ASGI: a log-in (a POST to the log-in page) that could not start a password check
+    now (`all_taken`) is answered 503 with Retry-After here, before Django: no
     middleware, no thread, no cache or database. One that slips past it (a check ended
     and another began meanwhile) meets the same refusal in the view."""
 
