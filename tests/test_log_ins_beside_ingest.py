@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
@@ -241,8 +242,14 @@ def test_password_checks_keep_to_their_share_of_a_core(monkeypatch, settings):
     passed = 0
     while check(0.6):
         passed += 1
-    # The burst's 2 s and a quarter of the 3 s they took: five checks, 0.4 s owed.
+    # The burst's 2 s and a quarter of the 3 s they took: five checks, 0.4 s owed,
+    # earned back in 1.6 s: a refused log-in is told to come back in 2.
     assert passed == 5 and password_checks.all_taken()
+    assert password_checks.retry_after() == 2
+    gate = password_checks.BusyGate(None)  # refuses before the application is needed
+    status, headers, body = async_to_sync(_ask)(gate, "POST", "/login/")
+    assert (status, headers[b"retry-after"]) == (503, b"2")
+    assert b"Try again in 2 seconds" in body
     now[0] += 0.4 / 0.25 - 0.01  # the owed 0.4 s earned back at a quarter a second
     assert password_checks.all_taken()
     now[0] += 0.02

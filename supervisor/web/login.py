@@ -66,8 +66,9 @@ class RateLimitedLoginView(LoginView):
             if not free:
                 self._give_back()  # its password was not checked
                 # A page of its own, not the form's template: nothing to render or look up.
-                response = HttpResponse(password_checks.BUSY_PAGE, status=503)
-                response["Retry-After"] = str(password_checks.RETRY_AFTER)
+                seconds = password_checks.retry_after()
+                response = HttpResponse(password_checks.busy_page(seconds), status=503)
+                response["Retry-After"] = str(seconds)
                 response._has_been_logged = True  # warned once a minute, not per request
                 return response
             try:

@@ -17,6 +17,7 @@ clients cost ingest half its speed again.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -33,15 +34,20 @@ from django.views.decorators.debug import sensitive_variables
 
 log = logging.getLogger(__name__)
 
-RETRY_AFTER = 1  # seconds: a check takes about 0.6 s
+RETRY_AFTER = 1  # seconds, while a check is under way: a check takes about 0.6 s
 BURST = 2.0  # seconds of checks that may run back to back: about three log-ins
 WARN_EVERY = 60.0  # seconds between warnings while log-ins are refused
-BUSY_PAGE = (
-    "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-    "<title>Log in · Supervisor</title></head><body><h1>Log in</h1>"
-    "<p role='alert'>Too many log-ins are being checked just now. "
-    f"Try again in {RETRY_AFTER} second.</p><p><a href='/login/'>Log in</a></p></body></html>"
-)
+
+
+def busy_page(seconds: int) -> bytes:
+    """The refusal's page: static, nothing rendered or looked up."""
+    unit = "second" if seconds == 1 else "seconds"
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<title>Log in · Supervisor</title></head><body><h1>Log in</h1>"
+        "<p role='alert'>Too many log-ins are being checked just now. "
+        f"Try again in {seconds} {unit}.</p><p><a href='/login/'>Log in</a></p></body></html>"
+    ).encode()
 
 
 class _Checks:
@@ -122,6 +128,16 @@ def all_taken() -> bool:
     return checks.under_way >= checks.count or checks.earned(_clock()) <= 0
 
 
+def retry_after() -> int:
+    """Seconds until a check may start: the time to earn back what the checks owe, or
+    RETRY_AFTER while one is under way. Clients that wait it out ask no sooner than
+    they could be answered (forty of them, each asking every second, cost ingest)."""
+    owed = -_current().earned(_clock())
+    if owed <= 0:
+        return RETRY_AFTER
+    return max(RETRY_AFTER, math.ceil(owed / settings.SUPERVISOR_PASSWORD_CHECK_SHARE))
+
+
 def _warn(count: int) -> None:
     global _last_warning
     now = time.monotonic()
@@ -183,7 +199,6 @@ class BusyGate:
 
     HEADERS = [
         (b"content-type", b"text/html; charset=utf-8"),
-        (b"retry-after", str(RETRY_AFTER).encode()),
         (b"cache-control", b"no-store"),
         (b"x-content-type-options", b"nosniff"),
         (b"x-frame-options", b"DENY"),
@@ -206,7 +221,9 @@ class BusyGate:
                 self.login_path = reverse("login")
             if scope["path"] == self.login_path:
                 _warn(settings.SUPERVISOR_PASSWORD_CHECKS)
-                await send({"type": "http.response.start", "status": 503, "headers": self.HEADERS})
-                await send({"type": "http.response.body", "body": BUSY_PAGE.encode()})
+                seconds = retry_after()
+                headers = [*self.HEADERS, (b"retry-after", str(seconds).encode())]
+                await send({"type": "http.response.start", "status": 503, "headers": headers})
+                await send({"type": "http.response.body", "body": busy_page(seconds)})
                 return
         await self.app(scope, receive, send)
