@@ -11,7 +11,7 @@ events), then in a child process with Django set up against that database (in-pr
   time around `client.get`), p50 and p95, and the CPU they used (this process and its
   PostgreSQL backend, from /proc); and the SQL queries of one more request
   (`CaptureQueriesContext`), with its slowest query;
-- the beat sweep, one call of `supervisor.core.sweep.sweep(now)` at the data's reference
+- the beat sweep, one call of `supervisor.core.detection.sweep.sweep(now)` at the data's reference
   time: (a) the steady state, every open task having a `next_check_at` and 1% of them due;
   (b) `due_subjects(now)` alone with every open task due. Each in a transaction rolled
   back afterwards, so every run sees the same rows.
@@ -136,10 +136,10 @@ def child(args) -> dict:
     from django.test.utils import CaptureQueriesContext
 
     from supervisor.api.pagination import encode
-    from supervisor.core.evaluate import affected_subjects
+    from supervisor.core.detection.evaluate import affected_subjects
+    from supervisor.core.detection.sweep import due_subjects, sweep
+    from supervisor.core.facts.snapshot import TERMINAL_STATUSES
     from supervisor.core.models import Run, Task
-    from supervisor.core.snapshot import TERMINAL_STATUSES
-    from supervisor.core.sweep import due_subjects, sweep
     from supervisor.web import page_data
 
     with connection.cursor() as cur:

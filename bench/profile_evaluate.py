@@ -65,11 +65,11 @@ def main(argv=None) -> int:
     from django.core.management import call_command
 
     from supervisor.core import clock
-    from supervisor.core.evaluate import evaluate
-    from supervisor.core.ingest import apply_events
+    from supervisor.core.access.sources import do_create_source
+    from supervisor.core.detection.evaluate import evaluate
+    from supervisor.core.detection.sweep import CHUNK, due_subjects, sweep
+    from supervisor.core.ingest.apply import apply_events
     from supervisor.core.models import Task, Thread
-    from supervisor.core.sources import do_create_source
-    from supervisor.core.sweep import CHUNK, due_subjects, sweep
 
     call_command("migrate", verbosity=0, interactive=False)
     source, _ = do_create_source("profile", None, "ingest,read")

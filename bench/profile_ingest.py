@@ -70,8 +70,8 @@ def main(argv=None) -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from supervisor.core.ingest import apply_events
-    from supervisor.core.sources import do_create_source
+    from supervisor.core.access.sources import do_create_source
+    from supervisor.core.ingest.apply import apply_events
 
     call_command("migrate", verbosity=0, interactive=False)
     history = generate(args.tasks, seed=args.seed)

@@ -182,7 +182,7 @@ def django_ready():
 def child_follow(state: str, start: str, batch: int) -> dict:
     django_ready()
     from supervisor.connectors.t3code.follower import Follower
-    from supervisor.core.sources import do_create_source
+    from supervisor.core.access.sources import do_create_source
 
     source, _ = do_create_source("t3-bench", scopes="ingest,read")
     follower = Follower(source, state, start=start, evaluate=False, batch_size=batch)
@@ -205,7 +205,7 @@ def child_follow(state: str, start: str, batch: int) -> dict:
 def check_flags(namespace_id: int) -> list[str]:
     """Each story's subjects must have exactly its scenario's open flags (at CHECK_AT)."""
     from supervisor.core import clock
-    from supervisor.core.evaluate import evaluate
+    from supervisor.core.detection.evaluate import evaluate
     from supervisor.core.models import Flag, Task, Thread
 
     with clock.virtual_clock(CHECK_AT):
@@ -246,7 +246,7 @@ def check_flags(namespace_id: int) -> list[str]:
 def child_profile(state: str, batch: int) -> dict:
     django_ready()
     from supervisor.connectors.t3code.follower import Follower
-    from supervisor.core.sources import do_create_source
+    from supervisor.core.access.sources import do_create_source
 
     source, _ = do_create_source("t3-bench", scopes="ingest,read")
     follower = Follower(source, state, start="log", evaluate=False, batch_size=batch)
@@ -269,11 +269,11 @@ def child_profile(state: str, batch: int) -> dict:
     parts = {
         "reading T3's rows (schema.StateDB)": cumulative("t3code/schema.py", "rows_after"),
         "mapping rows to events (mapping.Mapper)": cumulative("t3code/mapping.py", "map_rows"),
-        "ingest (core.ingest.apply_events)": cumulative("core/ingest.py", "apply_events"),
+        "ingest (core.ingest.apply_events)": cumulative("core/ingest/apply.py", "apply_events"),
         "  of which validation (contract.parse_event)": cumulative(
-            "core/contract.py", "parse_event"
+            "core/contract/events.py", "parse_event"
         ),
-        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest.py", "save"),
+        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest/apply.py", "save"),
         "  of which bulk inserts (QuerySet.bulk_create)": cumulative(
             "django/db/models/query.py", "bulk_create"
         ),
@@ -335,8 +335,8 @@ def services(var: Path, env: dict):
 def child_lag(state: str, samples: int, interval: float) -> dict:
     """Supervisor as `up` runs it, following `state`; appended failures, timed."""
     django_ready()
+    from supervisor.core.access.sources import do_create_source
     from supervisor.core.models import Flag, FollowState, Source
-    from supervisor.core.sources import do_create_source
     from tests.t3.statedb import FakeT3
 
     source, _ = do_create_source("t3-lag", scopes="ingest,read")

@@ -334,8 +334,8 @@ def child_scenarios(states: dict[str, str]) -> dict[str, dict]:
     of its own: its rows, the rows skipped and the contract events they made."""
     django_ready()
     from supervisor.connectors.t3code.follower import Follower
+    from supervisor.core.access.sources import do_create_source
     from supervisor.core.models import FollowState
-    from supervisor.core.sources import do_create_source
 
     alone = {}
     for name, state in states.items():
@@ -354,8 +354,8 @@ def check_copies(namespace_id: int, meta: dict) -> list[str]:
     """One line per copy whose tasks' open flags are not its scenario's (or that has a
     thread with a flag), judged at `judge_at`, 2 h after the last row."""
     from supervisor.core import clock
-    from supervisor.core.evaluate import evaluate
-    from supervisor.core.scenario import _result
+    from supervisor.core.detection.evaluate import evaluate
+    from supervisor.core.detection.scenario import _result
 
     at = datetime.fromisoformat(meta["judge_at"])
     with clock.virtual_clock(at):
@@ -410,8 +410,8 @@ def has_log(path: Path) -> bool:
 
 def watch(path: Path, name: str):
     """A t3code source following `path` from the next beat on; its namespace's id."""
+    from supervisor.core.access.sources import do_create_source
     from supervisor.core.models import Source
-    from supervisor.core.sources import do_create_source
 
     source, _ = do_create_source(name, scopes="ingest,read")
     Source.objects.filter(pk=source.pk).update(
@@ -494,9 +494,9 @@ def first_row_flagging(sample: dict) -> dict:
     source of its own, judged at each row's `occurred_at`; and the lag from it."""
     from supervisor.connectors.t3code.follower import Follower
     from supervisor.core import clock
-    from supervisor.core.evaluate import evaluate
+    from supervisor.core.access.sources import do_create_source
+    from supervisor.core.detection.evaluate import evaluate
     from supervisor.core.models import Flag
-    from supervisor.core.sources import do_create_source
 
     state = read_state(Path(sample["state"]))
     replay = Path(sample["state"]).parent.parent / "replay.sqlite"

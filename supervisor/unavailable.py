@@ -17,7 +17,7 @@ import time
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from supervisor.core.storage_errors import curable, driver_errors
+from supervisor.core.store.storage_errors import curable, driver_errors
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from supervisor.core import actions
+from supervisor.core.actions import writers as actions
 
 _outgoing_for = actions.outgoing_for
 

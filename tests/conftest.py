@@ -9,8 +9,8 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 
-from supervisor.core.connectors import register
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.connectors import register
 from tests.simulator.connector import SimulatorConnector
 
 # The in-process simulator acts for the tests' sources; the product does not offer it.

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 
 BASE = datetime(2026, 11, 5, 22, 0, tzinfo=UTC)
 

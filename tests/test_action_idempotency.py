@@ -17,9 +17,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
-from supervisor.core.sources import do_create_source
 from tests.factories import at, make_tasks
 from tests.receiver import Receiver
 from tests.web.cast import make_user

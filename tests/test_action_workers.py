@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.core.actions import do_request_action
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task, Wake
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver
 from tests.workers import celery_worker, purge_broker, wait_for

@@ -1,6 +1,8 @@
-"""The house's layers (docs/architecture.md): core imports nothing above it, each layer
-imports only those below it, and no import circle closes, not even through an import
-inside a function (two did, each hiding a module that was both a library and a job).
+"""The house's layers and core's floors (docs/architecture.md): core imports nothing above
+it, each layer imports only those below it, each of core's rooms imports only rooms on the
+floors below it, and no import circle closes, not even through an import inside a function
+(two did, each hiding a module that was both a library and a job). Core keeps at most ten
+modules of its own beside its rooms, and no module of the product is over 600 lines.
 
 Imports are read from the source, not run, so an import written inside a function or
 under `if TYPE_CHECKING` counts as much as one at the top of a module.
@@ -226,3 +228,95 @@ def test_the_checker_sees_a_circle_through_an_import_inside_a_function(tmp_path)
     graph = {name: {b for a, b, _ in edges if a == name} for name in found}
     assert strongly_connected(graph) == [["supervisor.core.flags", "supervisor.web.views"]]
     assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+# Core's rooms, lowest floor first. A module may import its own room and any room of a
+# lower floor. A module directly in core is a room of its own; core's own modules on one
+# floor may import each other.
+CORE = ROOT / "core"
+FLOORS: list[tuple[str, set[str]]] = [
+    ("foundations", {"__init__", "apps", "clock", "var_dir", "outbound", "dispatch"}),
+    ("the contract", {"contract"}),
+    ("the models", {"models"}),
+    ("the store", {"store"}),
+    ("the change log and retention", {"changes", "retention"}),
+    ("access and facts", {"access", "facts"}),
+    ("rules", {"rules"}),
+    ("flags", {"flags"}),
+    ("ingest and triage", {"ingest", "triage"}),
+    ("actions", {"actions"}),
+    ("detection and queries", {"detection", "queries"}),
+]
+MAX_CORE_MODULES = 10
+MAX_LINES = 600
+
+
+def room(module: str) -> str:
+    """supervisor.core.facts.snapshot -> facts; supervisor.core.clock -> clock."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def is_root_module(room_name: str) -> bool:
+    """Core's own modules on one floor form one group; rooms on one floor stay apart."""
+    return not (CORE / room_name / "__init__.py").exists()
+
+
+def floor_of(room_name: str) -> int:
+    for index, (_, rooms) in enumerate(FLOORS):
+        if room_name in rooms:
+            return index
+    raise AssertionError(
+        f"supervisor.core.{room_name} is on no floor: add it to FLOORS here and to "
+        "docs/architecture.md"
+    )
+
+
+def test_each_core_room_imports_only_rooms_below_it(found, edges):
+    wrong = []
+    for a, b, line in edges:
+        if group(a, found) != "core" or group(b, found) != "core":
+            continue
+        ra, rb = room(a), room(b)
+        if ra == rb or ra == "migrations":
+            continue
+        fa, fb = floor_of(ra), floor_of(rb)
+        if fb > fa or (fb == fa and not (is_root_module(ra) and is_root_module(rb))):
+            wrong.append(
+                f"{found[a].relative_to(ROOT.parent)}:{line} imports {b} "
+                f"({FLOORS[fa][0]} may not import {FLOORS[fb][0]}: core.{rb})"
+            )
+    assert not wrong, "imports against core's floors:\n" + "\n".join(wrong)
+
+
+def test_every_core_room_says_what_it_holds_and_may_import():
+    for package in sorted(p for p in CORE.iterdir() if (p / "__init__.py").exists()):
+        if package.name == "migrations":
+            continue
+        floor_of(package.name)
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+        assert doc and "Imports" in doc, (
+            f"core/{package.name}/__init__.py: say what it holds and imports"
+        )
+
+
+def test_core_keeps_few_modules_of_its_own():
+    own = sorted(p.name for p in CORE.glob("*.py"))
+    assert len(own) <= MAX_CORE_MODULES, f"{len(own)} modules directly in core: {own}"
+
+
+def test_no_module_is_over_600_lines():
+    long = [
+        f"{path.relative_to(ROOT.parent)}: {lines} lines"
+        for path in sorted(ROOT.rglob("*.py"))
+        if "migrations" not in path.parts
+        and (lines := len(path.read_text().splitlines())) > MAX_LINES
+    ]
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_floors_can_fail():
+    """A made-up import from facts up to detection is on the wrong floor."""
+    assert floor_of("facts") < floor_of("detection")
+    assert room("supervisor.core.facts.snapshot") == "facts"
+    assert room("supervisor.core.clock") == "clock"

@@ -18,12 +18,12 @@ import pytest
 from django.db import connection
 
 from supervisor.core import clock
-from supervisor.core.actions import do_request_action
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_acknowledge_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_acknowledge_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, DeadLetter, Flag, Task
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from supervisor.notify.models import Channel, FlagAlert, Route
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
@@ -54,9 +54,9 @@ print(json.dumps({"rows": rows, "flags": [flags.status_code, flags.json()],
 INGEST = """
 import json, os
 from django.db.models import Max
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_acknowledge_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_acknowledge_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, DeadLetter, IngestedEvent, Source, Task
 from supervisor.core import clock
 from tests.factories import task_events

@@ -19,7 +19,7 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
 from django.test import override_settings
 
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
 from supervisor.web import password_checks
 from tests.test_login_behind_proxy import Browser
 

@@ -11,10 +11,10 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from supervisor.core.flags import do_open_flag
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Flag, Source, Task
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source
 from supervisor.ops import startup
 from tests.factories import make_tasks
 from tests.make_run import PASSWORD_LINE, make_run

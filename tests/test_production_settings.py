@@ -102,7 +102,7 @@ OUTBOUND_PROBE = """
 import json
 from django.conf import settings
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core.connectors import SettingsError
+from supervisor.core.contract.connectors import SettingsError
 from supervisor.notify.channels import target_refusal
 
 def webhook(url):

@@ -12,7 +12,7 @@ from celery.utils.imports import symbol_by_name
 from django.conf import settings
 
 from supervisor.celery import app
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
 from tests.web.cast import make_user
 
 

@@ -15,8 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from supervisor import rate_limit
+from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import IngestedEvent
-from supervisor.core.sources import do_create_source
 from supervisor.rate_limit import Rate
 from tests.test_login_behind_proxy import Browser
 

@@ -10,9 +10,9 @@ from django.db import connection, connections, transaction
 
 from supervisor.celery import app
 from supervisor.core import clock
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import IngestedEvent, Namespace, Run, Source, Task, Thread
-from supervisor.core.sources import do_create_source
 from tests.factories import task_events
 
 pytestmark = pytest.mark.services
@@ -165,7 +165,7 @@ def test_a_batch_waits_for_an_evaluation_holding_its_namespace_instead_of_deadlo
 
     evaluator, errors = _in_a_thread(evaluation)
     assert locked.wait(timeout=10)
-    with caplog.at_level("INFO", logger="supervisor.core.entity_locks"):
+    with caplog.at_level("INFO", logger="supervisor.core.store.entity_locks"):
         result = apply_events(source, events[1:])
     evaluator.join(timeout=30)
     assert not errors

@@ -9,9 +9,9 @@ import redis
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.sweep import due_subjects
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag
-from supervisor.core.sweep import due_subjects
 from supervisor.jobs.evaluation import evaluate_touched
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import celery_worker, purge_broker, wait_for

@@ -7,7 +7,7 @@ import time
 
 import redis
 
-from supervisor.core import evaluate
+from supervisor.core.detection import evaluate
 
 _load = evaluate.load_for_subjects
 

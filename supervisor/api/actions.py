@@ -17,7 +17,8 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Schema, Status
 from ninja.errors import HttpError
 
-from supervisor.core.actions import (
+from supervisor.core.actions.bulk_pins import NotAPin, changes_since, pin, read_pin
+from supervisor.core.actions.writers import (
     BULK_LIMIT,
     KINDS,
     ActionRefused,
@@ -29,9 +30,8 @@ from supervisor.core.actions import (
     new_preview_id,
     preview_action,
 )
-from supervisor.core.bulk_pins import NotAPin, changes_since, pin, read_pin
 from supervisor.core.models import Flag
-from supervisor.core.task_query import task_queryset
+from supervisor.core.queries.task_query import task_queryset
 
 from .answers import errors
 from .auth import WITHHELD, actor_of, may_read, namespace_of

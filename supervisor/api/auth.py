@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
-from supervisor.core.sources import source_for_token
+from supervisor.core.access.sources import source_for_token
 
 
 class TokenAuth(HttpBearer):

@@ -5,8 +5,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 
 from supervisor import rate_limit
-from supervisor.core.contract import read_json
-from supervisor.core.ingest import UnreadableLine, do_ingest
+from supervisor.core.contract.events import read_json
+from supervisor.core.ingest.apply import UnreadableLine, do_ingest
 
 from .answers import IngestAnswer, errors
 from .scopes import ScopedRouter

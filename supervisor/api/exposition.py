@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from supervisor.core.metrics import Family
+from supervisor.core.queries.metrics import Family
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -8,7 +8,7 @@ from ninja import Schema
 from ninja.errors import HttpError
 
 from supervisor.core import clock
-from supervisor.core.flags import (
+from supervisor.core.flags.writers import (
     FlagActionError,
     do_acknowledge_flag,
     do_resolve_flag_by_hand,

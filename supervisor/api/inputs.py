@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
-from supervisor.core.contract import unstorable
+from supervisor.core.contract.events import unstorable
 
 
 def _storable(value: str) -> str:

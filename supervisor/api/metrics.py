@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from supervisor.core.metrics import collect
-from supervisor.core.sources import source_for_token
+from supervisor.core.access.sources import source_for_token
+from supervisor.core.queries.metrics import collect
 
 from .exposition import CONTENT_TYPE, render
 from .scopes import need_of

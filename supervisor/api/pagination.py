@@ -1,9 +1,9 @@
-"""Keyset cursors for the API (core/pagination.py): one it did not give out is a 400."""
+"""Keyset cursors for the API (core/queries/pagination.py): one it did not give out is a 400."""
 
 from ninja.errors import HttpError
 
-from supervisor.core import pagination
-from supervisor.core.pagination import encode
+from supervisor.core.queries import pagination
+from supervisor.core.queries.pagination import encode
 
 __all__ = ["decode", "encode"]
 

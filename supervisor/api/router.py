@@ -6,7 +6,7 @@ from django.views.decorators.http import require_safe
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from supervisor.core.contract import event_json_schemas
+from supervisor.core.contract.events import event_json_schemas
 from supervisor.unavailable import UNAVAILABLE, unavailable_response
 
 from . import actions, converters, events, flags, silences, tasks  # noqa: F401 - converters registers

@@ -9,8 +9,9 @@ from django.db.models import Q
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from supervisor.core import clock, silences
+from supervisor.core import clock
 from supervisor.core.models import Namespace, Silence, Source
+from supervisor.core.triage import silences
 
 from .answers import errors
 from .auth import namespace_of

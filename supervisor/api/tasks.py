@@ -7,10 +7,10 @@ from django.db.models import Q
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from supervisor.core.loader import load_for_task
+from supervisor.core.facts.loader import load_for_task
+from supervisor.core.facts.task_detail import describe_task
 from supervisor.core.models import Flag, Task
-from supervisor.core.task_detail import describe_task
-from supervisor.core.task_query import PAGE_SIZE, task_queryset
+from supervisor.core.queries.task_query import PAGE_SIZE, task_queryset
 
 from . import pagination
 from .answers import errors

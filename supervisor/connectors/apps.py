@@ -8,7 +8,7 @@ class ConnectorsConfig(AppConfig):
 
     def ready(self):
         # Core's connector port knows only what is registered here.
-        from supervisor.core.connectors import register
+        from supervisor.core.contract.connectors import register
 
         from .t3code.connector import T3CodeConnector
         from .webhook.connector import WebhookConnector

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from supervisor.core.connectors import SettingsError
+from supervisor.core.contract.connectors import SettingsError
 
 
 def check(

@@ -7,6 +7,6 @@ class CoreConfig(AppConfig):
     verbose_name = "Supervisor"
 
     def ready(self):
-        from . import var_dir
+        from supervisor.core import var_dir
 
         var_dir.prepare()  # before anything opens the database or signs

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 from django.db import models
 
-from . import clock
-from .batch_write import insert_rows
-from .models import Change
+from supervisor.core import clock
+from supervisor.core.models import Change
+from supervisor.core.store.batch_write import insert_rows
 
 
 class ChangeKind(models.TextChoices):

@@ -15,8 +15,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .connectors import action_wake, sent_key
-from .source_names import INTERNAL_PREFIX, NAME_LENGTH
+from supervisor.core.contract.connectors import action_wake, sent_key
+from supervisor.core.contract.source_names import INTERNAL_PREFIX, NAME_LENGTH
 
 
 class Namespace(models.Model):

@@ -26,9 +26,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from . import changes
-from .changes import ChangeKind
-from .models import (
+from supervisor.core import changes
+from supervisor.core.changes import ChangeKind
+from supervisor.core.models import (
     Action,
     Change,
     DeadLetter,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from supervisor.core.connectors import Outgoing
+from supervisor.core.contract.connectors import Outgoing
 
 from .fleet import stamp
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from supervisor.core.snapshot import TERMINAL_STATUSES, DetectionSettings
+from supervisor.core.facts.snapshot import TERMINAL_STATUSES, DetectionSettings
 
 ORIGIN_ENV = "origin"
 REMOTE_ENVS = ("linked-box-1", "linked-box-2")

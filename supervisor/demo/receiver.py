@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from django.db import connections
 
 from supervisor.connectors.webhook import signing
-from supervisor.core.connectors import Outgoing
+from supervisor.core.contract.connectors import Outgoing
 from supervisor.demo.answers import answer_events, view_from_fleet
 from supervisor.demo.fleet import Fleet
 from supervisor.demo.sending import FatalSend, Pacer

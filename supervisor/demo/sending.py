@@ -125,7 +125,7 @@ class SourceSink:
         return f"source {self.source.name} (in-process)"
 
     def send(self, events: list[dict]) -> None:
-        from supervisor.core.ingest import do_ingest
+        from supervisor.core.ingest.apply import do_ingest
 
         with transaction.atomic():
             result = do_ingest(self.source, events)

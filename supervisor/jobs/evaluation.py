@@ -7,9 +7,9 @@ from __future__ import annotations
 from celery import shared_task
 
 from supervisor.core import clock
-from supervisor.core.evaluate import catch_up
-from supervisor.core.exclusive import only_one
-from supervisor.core.sweep import sweep
+from supervisor.core.detection.evaluate import catch_up
+from supervisor.core.detection.sweep import sweep
+from supervisor.core.store.exclusive import only_one
 
 
 @shared_task(name="supervisor.evaluate", acks_late=True, soft_time_limit=120, time_limit=150)

@@ -9,7 +9,7 @@ import logging
 from celery import shared_task
 
 from supervisor.core import clock
-from supervisor.core.sweep_failures import Failures
+from supervisor.core.detection.sweep_failures import Failures
 from supervisor.notify import outbox
 from supervisor.notify.followup import follow_up
 from supervisor.notify.grouping import JOB, close_windows

@@ -1,5 +1,5 @@
 """The operator-action job: perform one action, claim -> connector -> record. The row
-is the record (core/actions.py claims and records it); the connector is the one bound
+is the record (core/actions/writers.py claims and records it); the connector is the one bound
 to the action's source, found through core's connector port."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import logging
 
 from celery import shared_task
 
-from supervisor.core import actions, clock
-from supervisor.core.connectors import ConnectorError, SettingsError, connector_for
+from supervisor.core import clock
+from supervisor.core.actions import writers as actions
+from supervisor.core.contract.connectors import ConnectorError, SettingsError, connector_for
 
 log = logging.getLogger(__name__)
 

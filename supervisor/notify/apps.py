@@ -12,7 +12,10 @@ class NotifyConfig(AppConfig):
         # retention, its figure on /metrics.
         from django.db.models import Q
 
-        from supervisor.core import flags, metrics, retention, silences
+        from supervisor.core import retention
+        from supervisor.core.flags import writers as flags
+        from supervisor.core.queries import metrics
+        from supervisor.core.triage import silences
 
         from .grouping import flag_opened, silence_lifted
         from .metrics import notifications_family

@@ -14,9 +14,9 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from supervisor.core import handover
-from supervisor.core.flag_kinds import CRITICAL, kind_of, severity_of
-from supervisor.core.loader import load_for_task
+from supervisor.core.facts import handover
+from supervisor.core.facts.loader import load_for_task
+from supervisor.core.flags.kinds import CRITICAL, kind_of, severity_of
 from supervisor.core.models import Flag, Thread
 
 from .headers import single_line

@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from supervisor.core import changes
+from supervisor.core.access.roles import actor_name
 from supervisor.core.changes import ChangeKind
-from supervisor.core.roles import actor_name
 
 from .models import Channel, Route
 

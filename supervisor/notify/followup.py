@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Q
 
+from supervisor.core.detection.sweep_failures import LOST_DATABASE, Failures
 from supervisor.core.models import Flag
-from supervisor.core.sweep_failures import LOST_DATABASE, Failures
 
 from . import content
 from .grouping import JOB, held_until, silenced_until

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from supervisor.core import silences
+from supervisor.core.detection.sweep_failures import LOST_DATABASE, Failures
 from supervisor.core.models import Flag, Silence
-from supervisor.core.sweep_failures import LOST_DATABASE, Failures
+from supervisor.core.triage import silences
 
 from . import content
 from .models import FlagAlert, Notification, Route

@@ -1,10 +1,10 @@
-"""Notify's figure on /metrics: the outbox by state (registered with core/metrics.py)."""
+"""Notify's figure on /metrics: the outbox by state (registered with core/queries/metrics.py)."""
 
 from __future__ import annotations
 
 from django.db.models import Count
 
-from supervisor.core.metrics import Family
+from supervisor.core.queries.metrics import Family
 
 from .models import Notification
 

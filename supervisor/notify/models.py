@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from supervisor.core import flag_kinds
+from supervisor.core.flags import kinds as flag_kinds
 from supervisor.core.models import Flag
 
 

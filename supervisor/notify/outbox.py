@@ -2,7 +2,7 @@
 unique key drops repeats), claimed by a worker with a compare-and-swap and a lease, sent
 once per attempt, retried with backoff while it fails, at most `max_attempts` times; the
 sweep re-enqueues what is left pending, failing or past its lease (the loop in
-core/leases.py, which operator actions share). A message that can never be sent (a
+core/store/leases.py, which operator actions share). A message that can never be sent (a
 permanent error), or whose attempts are spent, is failed with its reason and kept, never
 dropped: an admin can send it again."""
 
@@ -14,8 +14,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from supervisor.core import changes, dispatch, leases
+from supervisor.core import changes, dispatch
 from supervisor.core.changes import ChangeKind
+from supervisor.core.store import leases
 
 from .content import Message
 from .models import Channel, Notification

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from supervisor.core.flag_kinds import at_least
+from supervisor.core.flags.kinds import at_least
 from supervisor.core.models import Flag, Source, Task
 
 from .models import Route

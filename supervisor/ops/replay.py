@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, differences, replay
 
 
 def replay_all(scenarios: list[Scenario]) -> Iterator[tuple[Scenario, dict, list[str]]]:

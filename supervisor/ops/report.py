@@ -1,4 +1,4 @@
-"""What `manage.py report` measures and prints: the audit (`core/audit.py`) of the stored
+"""What `manage.py report` measures and prints: the audit (`core/detection/audit.py`) of the stored
 history or of a T3 Code state database, and the table that shows it with what each count
 means. Computing and printing stay apart so that other sources of the same measures can
 be added beside the stored history."""
@@ -10,15 +10,15 @@ import textwrap
 from supervisor.connectors.t3code.follower import Follower, Progress
 from supervisor.connectors.t3code.locate import state_database
 from supervisor.core import clock
-from supervisor.core.audit import HEADER, AuditReport, audit
-from supervisor.core.evaluate import evaluate
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.audit import HEADER, AuditReport, audit
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.scenario import ThrowAwayStore
 from supervisor.core.models import Namespace
-from supervisor.core.scenario import ThrowAwayStore
-from supervisor.core.sources import do_create_source
 
 # What each count means, printed under the table: the audit is seed 000's hand measure,
 # narrower than the flags (a task flagged stale_result need not have been finalized in
-# the 3 s gap), so a bare number misled (issue 19, point 8). supervisor/core/audit.py
+# the 3 s gap), so a bare number misled (issue 19, point 8). supervisor/core/detection/audit.py
 # has the exact definitions.
 MEANINGS = [
     "tasks seen: delegated tasks whose task.delegated arrived, in the namespaces audited.",

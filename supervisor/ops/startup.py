@@ -15,16 +15,16 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from supervisor.core import clock
-from supervisor.core.flags import do_resolve_flag_by_hand
-from supervisor.core.models import Flag, Source, Task, Thread
-from supervisor.core.roles import ADMIN, do_create_user
-from supervisor.core.source_names import DEMO
-from supervisor.core.sources import (
+from supervisor.core.access.roles import ADMIN, do_create_user
+from supervisor.core.access.sources import (
     check_connector,
     do_create_source,
     do_revoke_source,
     do_rotate_token,
 )
+from supervisor.core.contract.source_names import DEMO
+from supervisor.core.flags.writers import do_resolve_flag_by_hand
+from supervisor.core.models import Flag, Source, Task, Thread
 from supervisor.demo.fleet import DEMO_DETECTION
 
 DEMO_SOURCE = DEMO  # a name Supervisor keeps: no source made by hand takes it

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods
 
-from supervisor.core.actions import (
+from supervisor.core.actions.writers import (
     KINDS,
     ActionRefused,
     PreviewChanged,

@@ -10,12 +10,16 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 
-from supervisor.core import connectors as registry
-from supervisor.core.connectors import SettingsError
+from supervisor.core.access.roles import ROLE_WORDS, ROLES
+from supervisor.core.access.sources import check_connector
+from supervisor.core.contract import connectors as registry
+from supervisor.core.contract.connectors import SettingsError
+from supervisor.core.contract.source_names import (
+    ReservedName,
+    check_namespace_name,
+    check_source_name,
+)
 from supervisor.core.models import Source
-from supervisor.core.roles import ROLE_WORDS, ROLES
-from supervisor.core.source_names import ReservedName, check_namespace_name, check_source_name
-from supervisor.core.sources import check_connector
 
 DEFAULT_SCOPES = ["ingest", "read"]
 SCOPE_WORDS = {

@@ -25,19 +25,19 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from supervisor.core import clock
-from supervisor.core import connectors as registry
-from supervisor.core.connectors import ConnectorError, SettingsError
-from supervisor.core.contract import storable
-from supervisor.core.dead_letters import ReplayError, do_replay_dead_letter
-from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread
-from supervisor.core.pagination import CursorError, decode, encode
-from supervisor.core.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
-from supervisor.core.sources import (
+from supervisor.core.access.roles import ROLE_WORDS, RoleError, do_create_user, do_set_role, role_of
+from supervisor.core.access.sources import (
     do_add_source,
     do_bind_connector,
     do_revoke_source,
     do_rotate_token,
 )
+from supervisor.core.contract import connectors as registry
+from supervisor.core.contract.connectors import ConnectorError, SettingsError
+from supervisor.core.contract.events import storable
+from supervisor.core.ingest.dead_letters import ReplayError, do_replay_dead_letter
+from supervisor.core.models import DeadLetter, Namespace, Source, SweepFailure, Task, Thread
+from supervisor.core.queries.pagination import CursorError, decode, encode
 
 from .admin_forms import ConnectorForm, ReplayForm, RoleForm, SourceForm, UserForm, masked
 

@@ -8,9 +8,9 @@ import apprise
 from django import forms
 from django.core.validators import validate_email
 
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.contract.source_names import reads_as_internal
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Source
-from supervisor.core.source_names import reads_as_internal
 from supervisor.notify.channels import target_refusal
 from supervisor.notify.models import Channel, Route
 

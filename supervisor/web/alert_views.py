@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from supervisor.core import clock
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.flags import FlagActionError, do_acknowledge_flag, do_snooze_flag
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.flags.writers import FlagActionError, do_acknowledge_flag, do_snooze_flag
 from supervisor.core.models import Flag
 from supervisor.notify.content import flag_from_token, subject_page
 

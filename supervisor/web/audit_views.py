@@ -19,9 +19,9 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Change, Task
-from supervisor.core.pagination import CursorError, decode, encode
+from supervisor.core.queries.pagination import CursorError, decode, encode
 
 from .admin_views import ADMINISTER_PERMISSION
 from .page_data import ACTION_LABELS as ACTIONS

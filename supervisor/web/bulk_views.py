@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from supervisor.core import clock
-from supervisor.core.actions import (
+from supervisor.core.actions.writers import (
     BULK_LIMIT,
     KINDS,
     bulk_asked_before,
@@ -26,7 +26,7 @@ from supervisor.core.actions import (
     preview_id_of,
     selection_digest,
 )
-from supervisor.core.bulk_flags import (
+from supervisor.core.flags.bulk import (
     DONE_WORDS,
     FLAG_ACTION_LABELS,
     FLAG_VERBS,
@@ -35,8 +35,8 @@ from supervisor.core.bulk_flags import (
     open_flags_of,
     opened_since,
 )
-from supervisor.core.flag_kinds import titles
-from supervisor.core.flags import FlagActionError
+from supervisor.core.flags.kinds import titles
+from supervisor.core.flags.writers import FlagActionError
 
 from . import page_data
 from .page_data import SNOOZE_CHOICES

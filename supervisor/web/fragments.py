@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Thread
 
 from . import page_data

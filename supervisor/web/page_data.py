@@ -29,11 +29,15 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
-from supervisor.core import action_outcomes, clock, continued, ownership, silences
-from supervisor.core.action_outcomes import LATER_EVENTS
-from supervisor.core.actions import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
-from supervisor.core.assignment import assignable_users
-from supervisor.core.flag_kinds import (
+from supervisor.core import clock
+from supervisor.core.access.roles import ADMIN
+from supervisor.core.actions import outcomes as action_outcomes
+from supervisor.core.actions.outcomes import LATER_EVENTS
+from supervisor.core.actions.writers import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.facts import continued, ownership
+from supervisor.core.facts.loader import load_for_subjects, load_for_task
+from supervisor.core.facts.task_detail import describe_task, timeline, timeline_key
+from supervisor.core.flags.kinds import (
     CANCEL,
     CATALOGUE,
     CONTINUE,
@@ -44,7 +48,6 @@ from supervisor.core.flag_kinds import (
     kind_of,
     severity_of,
 )
-from supervisor.core.loader import load_for_subjects, load_for_task
 from supervisor.core.models import (
     Action,
     BackgroundItem,
@@ -58,10 +61,10 @@ from supervisor.core.models import (
     Thread,
     Wake,
 )
-from supervisor.core.pagination import CursorError, decode, encode
-from supervisor.core.roles import ADMIN
-from supervisor.core.task_detail import describe_task, timeline, timeline_key
-from supervisor.core.task_query import PAGE_SIZE, task_queryset
+from supervisor.core.queries.pagination import CursorError, decode, encode
+from supervisor.core.queries.task_query import PAGE_SIZE, task_queryset
+from supervisor.core.triage import silences
+from supervisor.core.triage.assignment import assignable_users
 from supervisor.notify.models import Channel
 
 from .problems import problem_of, problems_of

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from supervisor.core import silences
-from supervisor.core.flag_kinds import CANCEL, CONTINUE, DELIVER, RANK, FlagKind, kind_of
+from supervisor.core.flags.kinds import CANCEL, CONTINUE, DELIVER, RANK, FlagKind, kind_of
 from supervisor.core.models import Flag
+from supervisor.core.triage import silences
 
 # Among kinds of equal severity, which one heads the problem: the action that settles
 # most first, then the kind that says most about what the parent holds (`tells`).

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
-from supervisor.core.flag_events import LIMIT, as_sent, raw_events
+from supervisor.core.flags.events import LIMIT, as_sent, raw_events
 from supervisor.core.models import Flag
 
 from . import page_data

@@ -1,4 +1,4 @@
-"""Saving, renaming and deleting saved views of the task list (core/saved_views.py).
+"""Saving, renaming and deleting saved views of the task list (core/queries/saved_views.py).
 
 A view keeps the list's query string, checked by the list's own filter parsing: a
 filter the list would refuse (400) is refused here too, in the same words. Any user may
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from supervisor.core import clock
 from supervisor.core.models import SavedView
-from supervisor.core.saved_views import (
+from supervisor.core.queries.saved_views import (
     SavedViewError,
     do_delete_view,
     do_edit_view,

@@ -12,12 +12,13 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from supervisor.core import clock, silences
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.flags import FlagActionError
+from supervisor.core import clock
+from supervisor.core.access.roles import actor_name
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.flags.writers import FlagActionError
 from supervisor.core.models import Silence
-from supervisor.core.roles import actor_name
-from supervisor.core.silences import (
+from supervisor.core.triage import silences
+from supervisor.core.triage.silences import (
     MATCHERS,
     SilenceError,
     do_create_silence,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 
-from supervisor.core.contract import unstorable
+from supervisor.core.contract.events import unstorable
 
 
 class UnstorableValue(BadRequest):

@@ -22,10 +22,9 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
-from supervisor.core.assignment import AssignError, do_assign_task, do_unassign_task
-from supervisor.core.bulk_flags import FLAG_ACTION_LABELS, do_bulk_flag_action
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.flags import (
+from supervisor.core.flags.bulk import FLAG_ACTION_LABELS, do_bulk_flag_action
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.flags.writers import (
     FlagActionError,
     do_acknowledge_flag,
     do_resolve_flag_by_hand,
@@ -34,7 +33,8 @@ from supervisor.core.flags import (
     do_unsnooze_flag,
 )
 from supervisor.core.models import Flag, Task, Thread
-from supervisor.core.saved_views import visible_views
+from supervisor.core.queries.saved_views import visible_views
+from supervisor.core.triage.assignment import AssignError, do_assign_task, do_unassign_task
 
 from . import page_data
 from .freshness import freshness

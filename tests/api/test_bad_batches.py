@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from supervisor.core import clock
-from supervisor.core.contract import DATA_BY_TYPE
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.events import DATA_BY_TYPE
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import (
     BackgroundItem,
     DeadLetter,
@@ -36,7 +37,6 @@ from supervisor.core.models import (
     ToolRejection,
     Wake,
 )
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 URL = "/api/v1/events"
@@ -93,7 +93,7 @@ TIMES = st.sampled_from(
         "2024-02-29T12:00:00+05:30",
     ]
 )
-# Real times outside the window the supervisor accepts (supervisor/core/times.py).
+# Real times outside the window the supervisor accepts (supervisor/core/contract/times.py).
 TIMES_OUTSIDE = st.sampled_from(
     ["0001-01-01T00:00:00Z", "1999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59Z"]
 )

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from supervisor.core.sources import do_create_source, do_revoke_source
+from supervisor.core.access.sources import do_create_source, do_revoke_source
 from tests.web.cast import ADMIN, OPERATOR, VIEWER, make_user
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import DeadLetter, IngestedEvent, Run, Task, TaskReport
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 URL = "/api/v1/events"

@@ -8,11 +8,11 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_resolve_flag_by_hand
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_resolve_flag_by_hand
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, Flag, ToolRejection
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
-from supervisor.core.metrics import FLAG_KINDS
+from supervisor.core.access.sources import do_create_source, do_revoke_source, parse_scopes
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import DeadLetter, Source, Task, Thread
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source, do_revoke_source, parse_scopes
+from supervisor.core.queries.metrics import FLAG_KINDS
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db

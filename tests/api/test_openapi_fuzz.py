@@ -28,9 +28,9 @@ from schemathesis.specs.openapi.checks import (
 
 from supervisor.api.router import api
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.models import Flag, Source, Task
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 EXAMPLES = int(os.environ.get("SUPERVISOR_FUZZ_EXAMPLES", "50"))

@@ -6,11 +6,11 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from supervisor.core import clock
-from supervisor.core.assignment import do_assign_task
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
-from supervisor.core.sources import do_create_source
+from supervisor.core.triage.assignment import do_assign_task
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 

@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
-from supervisor.core.silences import do_create_silence, do_end_silence
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.core.triage.silences import do_create_silence, do_end_silence
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from supervisor.core.contract import DATA_BY_TYPE, Envelope
+from supervisor.core.contract.events import DATA_BY_TYPE, Envelope
 from supervisor.core.models import DeadLetter, IngestedEvent, Task
 
 URL = "/api/v1/events"

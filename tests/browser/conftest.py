@@ -229,7 +229,7 @@ def acting_user(transactional_db, django_user_model):
 
 @pytest.fixture
 def admin_user(transactional_db, django_user_model):
-    from supervisor.core.roles import ADMIN, do_set_role
+    from supervisor.core.access.roles import ADMIN, do_set_role
 
     user = django_user_model.objects.create_user("admin", password=PASSWORD)
     do_set_role(user, ADMIN)

@@ -7,8 +7,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from supervisor.core.access.roles import OPERATOR, VIEWER, do_set_role
 from supervisor.core.models import Task
-from supervisor.core.roles import OPERATOR, VIEWER, do_set_role
 
 from .conftest import PASSWORD, log_in, seed, wait_for_socket
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core import clock
-from supervisor.core.flags import awaiting_attention
+from supervisor.core.flags.writers import awaiting_attention
 from supervisor.core.models import Flag
 from tests.factories import task_events
 from tests.workers import wait_for

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core import clock
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Task, Thread
 from tests.workers import wait_for
 

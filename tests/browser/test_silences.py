@@ -10,9 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core import clock
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag
-from supervisor.core.silences import do_create_silence
+from supervisor.core.triage.silences import do_create_silence
 
 from .conftest import EXPECTED_OPEN, SCHEMES, log_in, seed, wait_for_socket
 from .test_accessibility import AXE, BLOCKING, RUN_AXE, describe

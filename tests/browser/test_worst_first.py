@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from supervisor.core.flag_kinds import CRITICAL, severity_of
+from supervisor.core.flags.kinds import CRITICAL, severity_of
 from supervisor.core.models import Flag
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.workers import wait_for

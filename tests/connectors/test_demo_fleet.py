@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, replay
+from supervisor.core.facts.snapshot import DetectionSettings
 from supervisor.core.models import Flag
 from supervisor.core.rules import RULES
-from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
-from supervisor.core.snapshot import DetectionSettings
 from supervisor.demo.fleet import (
     DEMO_DETECTION,
     DEMO_DURATIONS,

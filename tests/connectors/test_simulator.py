@@ -16,18 +16,20 @@ import pytest
 from django.db import transaction
 
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core import actions, clock, continued, ownership
-from supervisor.core.actions import do_request_action
-from supervisor.core.connectors import Outgoing, SettingsError, connector_for
-from supervisor.core.contract import parse_event, parse_timestamp
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_task
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.contract.connectors import Outgoing, SettingsError, connector_for
+from supervisor.core.contract.events import parse_event, parse_timestamp
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, differences, replay
+from supervisor.core.facts import continued, ownership
+from supervisor.core.facts.loader import load_for_task
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Flag, IngestedEvent, Run, Task, Wake
 from supervisor.core.rules.account_limit import account_limit_words
 from supervisor.core.rules.transient_failure import passing_fault
-from supervisor.core.scenario import Scenario, ThrowAwayStore, differences, replay
-from supervisor.core.sources import do_create_source
 from supervisor.demo.fleet import (
     ACCOUNT_LIMITS,
     FAILURES,

@@ -13,12 +13,13 @@ import pytest
 
 from supervisor.connectors.webhook import signing
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core import actions, clock
-from supervisor.core.actions import do_request_action
-from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError
-from supervisor.core.ingest import apply_events
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.contract.connectors import ConnectorError, Outgoing, SettingsError
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from supervisor.connectors.webhook.connector import WebhookConnector
-from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError
-from supervisor.core.sources import do_bind_connector
+from supervisor.core.access.sources import do_bind_connector
+from supervisor.core.contract.connectors import ConnectorError, Outgoing, SettingsError
 from tests.outbound import Names
 from tests.receiver import Receiver
 from tests.web.cast import ADMIN, login_as

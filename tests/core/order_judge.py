@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def judge(scenario, events: list, *, as_service: bool) -> tuple[dict, dict]:
     """Replay one arrival on the current throw-away store."""
     # Imported here: run as a program, this module sets Django up before models load.
+    from supervisor.core.detection.scenario import replay
     from supervisor.core.models import Flag
-    from supervisor.core.scenario import replay
 
     result = replay(replace(scenario, events=events), as_service=as_service)
     flags = {
@@ -90,7 +90,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from supervisor.core.scenario import Scenario, ThrowAwayStore
+    from supervisor.core.detection.scenario import Scenario, ThrowAwayStore
 
     scenarios: dict[str, Scenario] = {}
     with ThrowAwayStore() as store:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from supervisor.core.snapshot import (
+from supervisor.core.facts.snapshot import (
     DetectionSettings,
     ItemView,
     RejectionView,

@@ -5,12 +5,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from supervisor.core import actions, clock
-from supervisor.core.actions import ActionRefused, do_request_action, preview_action
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.actions.writers import ActionRefused, do_request_action, preview_action
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Change, Flag, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver

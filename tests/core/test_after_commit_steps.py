@@ -9,7 +9,7 @@ import pytest
 from django.db import OperationalError
 from django.db.models import QuerySet
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from tests.core.test_snapshot_scope import delegated
 
 pytestmark = pytest.mark.django_db

@@ -14,11 +14,12 @@ from django.db import DatabaseError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from supervisor.core import actions, changes, clock
-from supervisor.core.actions import ActionRefused, do_request_action
-from supervisor.core.ingest import apply_events
+from supervisor.core import changes, clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.actions.writers import ActionRefused, do_request_action
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, IngestedEvent, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver

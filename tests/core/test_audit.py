@@ -11,12 +11,12 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from supervisor.core.audit import AuditReport, TaskRef, audit
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import CATALOGUE
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.audit import AuditReport, TaskRef, audit
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.kinds import CATALOGUE
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag
-from supervisor.core.sources import do_create_source
 from supervisor.ops import report as reporting
 from tests.factories import BASE, at, task_events
 

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from supervisor.core.batch_write import copy_rows, update_rows
+from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import Change, IngestedEvent, Namespace, Task, Thread
-from supervisor.core.sources import do_create_source
+from supervisor.core.store.batch_write import copy_rows, update_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,7 @@ def test_copied_rows_match_what_bulk_create_writes():
 
 @pytest.mark.parametrize("returning", [True, False])
 def test_set_rows_inserts_and_overwrites_by_natural_key(monkeypatch, returning):
-    from supervisor.core import batch_write
+    from supervisor.core.store import batch_write
 
     # Without RETURNING (SQLite before 3.35) the ids are read back with a SELECT.
     monkeypatch.setattr(batch_write, "SQLITE_RETURNING", returning)
@@ -90,7 +90,7 @@ def test_set_rows_inserts_and_overwrites_by_natural_key(monkeypatch, returning):
 
 
 def test_inserted_rows_match_what_the_orm_reads_back():
-    from supervisor.core.batch_write import insert_rows
+    from supervisor.core.store.batch_write import insert_rows
 
     ns = Namespace.objects.create(name="ns")
     insert_rows(

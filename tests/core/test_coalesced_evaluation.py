@@ -7,8 +7,8 @@ import pytest
 import time_machine
 
 from supervisor.core import clock
-from supervisor.core.evaluate import catch_up, out_of_date, pending
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import catch_up, out_of_date, pending
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
@@ -62,7 +62,7 @@ def test_the_first_job_judges_what_later_batches_touched_and_their_jobs_do_nothi
 
 
 def test_a_job_takes_at_most_one_pass_of_the_backlog_beside_its_own(source, monkeypatch):
-    monkeypatch.setattr("supervisor.core.evaluate.PASS", 1)
+    monkeypatch.setattr("supervisor.core.detection.evaluate.PASS", 1)
     start = clock.now()
     with time_machine.travel(start, tick=False):
         apply_events(source, [delegated(f"task:{n}", SEED000[-1]["at"]) for n in range(5)])

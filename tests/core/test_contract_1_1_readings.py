@@ -8,12 +8,12 @@ from urllib.parse import quote
 
 import pytest
 
-from supervisor.core.actions import preview_action
-from supervisor.core.evaluate import affected_subjects, evaluate
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_subjects, load_for_task
+from supervisor.core.actions.writers import preview_action
+from supervisor.core.detection.evaluate import affected_subjects, evaluate
+from supervisor.core.facts.loader import load_for_subjects, load_for_task
+from supervisor.core.facts.task_detail import describe_task
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from supervisor.core.task_detail import describe_task
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from supervisor.core.access.sources import source_for_token
 from supervisor.core.models import Change, Source
-from supervisor.core.sources import source_for_token
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from supervisor.core.scenario import Scenario, ThrowAwayStore
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS
 from tests.core import order_judge
 

@@ -4,9 +4,10 @@ once (the rest of the concurrency tests need PostgreSQL: tests/test_services.py)
 import pytest
 from django.db import OperationalError, transaction
 
-from supervisor.core import entity_locks, ingest
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest import apply as ingest
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import DeadLetter, IngestedEvent, Run, Source, Task, TaskReport
+from supervisor.core.store import entity_locks
 from tests.factories import task_events
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,8 +7,8 @@ import pytest
 import time_machine
 
 from supervisor.core import clock
-from supervisor.core.evaluate import out_of_date
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import out_of_date
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task, Thread
 from supervisor.jobs.evaluation import evaluate_touched
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario

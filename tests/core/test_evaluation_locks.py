@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from supervisor.core import entity_locks
-from supervisor.core.exclusive import only_one
 from supervisor.core.models import Thread
+from supervisor.core.store import entity_locks
+from supervisor.core.store.exclusive import only_one
 from supervisor.jobs.evaluation import sweep_due
 
 postgresql = pytest.mark.skipif(

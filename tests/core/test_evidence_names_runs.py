@@ -6,10 +6,10 @@ from datetime import datetime
 
 import pytest
 
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Run
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db

@@ -3,8 +3,9 @@
 import importlib
 import pkgutil
 
-from supervisor.core import flag_kinds, rules
-from supervisor.core.flag_kinds import (
+from supervisor.core import rules
+from supervisor.core.flags import kinds as flag_kinds
+from supervisor.core.flags.kinds import (
     ACTIONS,
     ANSWERS,
     CATALOGUE,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from supervisor.core.contract import parse_timestamp
-from supervisor.core.ingest import apply_events
+from supervisor.core.contract.events import parse_timestamp
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import DeadLetter, Task
 
 pytestmark = pytest.mark.django_db

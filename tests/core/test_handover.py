@@ -1,7 +1,7 @@
 """The one reading of what the parent holds for a task (core.handover, issue 30)."""
 
-from supervisor.core import handover
-from supervisor.core.actions import delivery_text
+from supervisor.core.actions.writers import delivery_text
+from supervisor.core.facts import handover
 from supervisor.core.models import Task
 
 from .snapshots import TASK, report, run, snapshot, task, wake

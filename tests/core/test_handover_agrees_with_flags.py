@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, replay
 from supervisor.core.models import Flag, Task
-from supervisor.core.scenario import Scenario, ThrowAwayStore, replay
 from supervisor.notify import content
 from supervisor.web.fragments import _render
 from supervisor.web.page_data import task_detail_context

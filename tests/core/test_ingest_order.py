@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import (
     BackgroundItem,
     IngestedEvent,
@@ -19,7 +20,6 @@ from supervisor.core.models import (
     ToolRejection,
     Wake,
 )
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
 SCENARIOS = {path.stem: load_scenario(path)["events"] for path in CONTRACT_SCENARIOS}

@@ -9,8 +9,8 @@ import time_machine
 from django.db import transaction
 
 from supervisor.core import clock
-from supervisor.core.evaluate import out_of_date
-from supervisor.core.ingest import apply_events, evaluate_after_commit
+from supervisor.core.detection.evaluate import out_of_date
+from supervisor.core.ingest.apply import apply_events, evaluate_after_commit
 from supervisor.core.models import Task
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 

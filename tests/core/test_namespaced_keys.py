@@ -14,13 +14,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from supervisor.connectors.webhook import signing
-from supervisor.core import clock, ownership
-from supervisor.core.actions import do_request_action
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_task
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.facts import ownership
+from supervisor.core.facts.loader import load_for_task
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, DeadLetter, Flag, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.receiver import Receiver

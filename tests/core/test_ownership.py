@@ -1,6 +1,6 @@
 """Contract §4: which child runs a task owns, and what became of their results."""
 
-from supervisor.core.ownership import (
+from supervisor.core.facts.ownership import (
     child_thread,
     child_thread_task,
     delegated_tasks,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from supervisor.core.scenario import Scenario
+from supervisor.core.detection.scenario import Scenario
 from supervisor.ops.replay import replay_all
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 

@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_resolve_flag_by_hand
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_resolve_flag_by_hand
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import (
     Action,
     BackgroundItem,

@@ -5,8 +5,8 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
+from supervisor.core.access.roles import RoleError, do_create_user, do_set_role, role_of
 from supervisor.core.models import Change
-from supervisor.core.roles import RoleError, do_create_user, do_set_role, role_of
 from supervisor.ops.startup import ensure_first_login
 
 pytestmark = pytest.mark.django_db

@@ -5,17 +5,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from supervisor.core import silences
-from supervisor.core.flags import do_open_flag
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Change, Flag, Silence, Task
-from supervisor.core.silences import (
+from supervisor.core.triage import silences
+from supervisor.core.triage.silences import (
     SilenceError,
     do_create_silence,
     do_edit_silence,
     do_end_silence,
 )
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db

@@ -3,9 +3,9 @@ parent with thousands of tasks made each due task load them all, reports include
 
 import pytest
 
-from supervisor.core.evaluate import affected_subjects
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_subjects
+from supervisor.core.detection.evaluate import affected_subjects
+from supervisor.core.facts.loader import load_for_subjects
+from supervisor.core.ingest.apply import apply_events
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import importlib
 import pytest
 from django.apps import apps
 
-from supervisor.core.actions import internal_source
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import internal_source
 from supervisor.core.models import Change, Namespace, Source
-from supervisor.core.sources import do_create_source
 from tests.web.cast import ADMIN, login_as
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,11 @@ import pytest
 from django.apps import apps
 from django.db import models
 
-from supervisor.core.actions import do_request_action, internal_source
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import do_request_action, internal_source
+from supervisor.core.contract.source_names import internal_source_name
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Namespace, Task
-from supervisor.core.source_names import internal_source_name
-from supervisor.core.sources import do_create_source
 from tests.api.test_storage_limits import delegated
 
 BTREE_ROW = 2704  # bytes, PostgreSQL's "btree version 4 maximum"

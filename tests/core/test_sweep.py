@@ -7,11 +7,11 @@ import pytest
 import time_machine
 
 from supervisor.core import clock
-from supervisor.core.contract import parse_event
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.contract.events import parse_event
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.sweep import due_subjects, sweep
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task, Thread
-from supervisor.core.sweep import due_subjects, sweep
 from tests.conftest import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 from tests.factories import BASE, at
 

@@ -9,15 +9,15 @@ import time_machine
 from django.urls import reverse
 
 from supervisor.core import clock
-from supervisor.core import sweep as sweep_module
-from supervisor.core.contract import parse_event
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
-from supervisor.core.metrics import collect
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.events import parse_event
+from supervisor.core.detection import sweep as sweep_module
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.sweep import sweep
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Flag, Source, SweepFailure, Task
+from supervisor.core.queries.metrics import collect
 from supervisor.core.rules import late_wake, stuck
-from supervisor.core.sources import do_create_source
-from supervisor.core.sweep import sweep
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import BASE, make_tasks, task_events
 from tests.web.cast import login_as

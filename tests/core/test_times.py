@@ -12,10 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from supervisor.core import clock
-from supervisor.core.contract import parse_event
-from supervisor.core.dead_letters import do_replay_dead_letter
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.events import parse_event
+from supervisor.core.contract.times import AHEAD, EARLIEST
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.sweep import sweep
+from supervisor.core.ingest.apply import apply_events
+from supervisor.core.ingest.dead_letters import do_replay_dead_letter
 from supervisor.core.models import (
     DeadLetter,
     Flag,
@@ -25,9 +28,6 @@ from supervisor.core.models import (
     Task,
     Wake,
 )
-from supervisor.core.sources import do_create_source
-from supervisor.core.sweep import sweep
-from supervisor.core.times import AHEAD, EARLIEST
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 
 pytestmark = pytest.mark.django_db

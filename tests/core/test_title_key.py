@@ -12,9 +12,9 @@ from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from supervisor.core.evaluate import affected_subjects
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_subjects, same_work_tasks
+from supervisor.core.detection.evaluate import affected_subjects
+from supervisor.core.facts.loader import load_for_subjects, same_work_tasks
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import EMPTY_MD5, Task
 from tests.core.test_snapshot_scope import delegated
 

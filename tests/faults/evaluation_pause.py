@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from supervisor.core import evaluate
+from supervisor.core.detection import evaluate
 
 _record = evaluate._record_evaluation
 

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from supervisor.asgi import application
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, session_cookie
 from tests.web.cast import make_user
 

@@ -10,8 +10,8 @@ from django.test import Client
 
 from supervisor.asgi import application
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, Task
 from supervisor.jobs.evaluation import evaluate_touched
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario

@@ -9,8 +9,8 @@ from channels.testing import WebsocketCommunicator
 
 from supervisor.asgi import application
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change
 from supervisor.live import consumers, groups, relay
 from supervisor.live.rendering import Page

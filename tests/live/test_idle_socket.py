@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.live import consumers, groups
 from supervisor.live.relay import relay
 from supervisor.live.rendering import page_of

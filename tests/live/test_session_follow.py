@@ -16,11 +16,11 @@ from django.test import Client
 
 from supervisor.asgi import application
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_snooze_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.roles import do_set_role
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_snooze_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from supervisor.core.roles import do_set_role
 from tests import workers
 from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, latest_change_id
 from tests.web.cast import make_user
@@ -170,7 +170,7 @@ def set_role_in_another_process(username: str, role: str) -> None:
     env.pop("CHANNEL_LAYER_URL", None)
     code = (
         "from django.contrib.auth import get_user_model;"
-        "from supervisor.core.roles import do_set_role;"
+        "from supervisor.core.access.roles import do_set_role;"
         f"do_set_role(get_user_model().objects.get(username={username!r}), {role!r})"
     )
     subprocess.run(

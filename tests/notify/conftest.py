@@ -2,9 +2,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from supervisor.core.flags import do_open_flag
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Flag
-from supervisor.core.snapshot import Finding
 from supervisor.notify.models import Channel, Route
 from tests.factories import make_tasks
 

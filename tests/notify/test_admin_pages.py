@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
 from supervisor.notify.models import Channel, Notification, Route
 from tests.web.cast import ADMIN, OPERATOR, VIEWER, login_as
 from tests.web.test_markup import Controls

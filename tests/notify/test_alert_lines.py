@@ -17,7 +17,7 @@ from email import message_from_bytes
 
 import pytest
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Channel, Notification, Route

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Notification

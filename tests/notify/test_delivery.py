@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify import outbox
 from supervisor.notify.channels import do_send_test

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Channel, Notification, Route

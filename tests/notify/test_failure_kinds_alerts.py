@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.ingest.apply import apply_events
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Notification, Route
 from tests.conftest import OWN_SCENARIOS

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import time_machine
 
-from supervisor.core.flags import do_acknowledge_flag, do_snooze_flag
+from supervisor.core.flags.writers import do_acknowledge_flag, do_snooze_flag
 from supervisor.jobs.notifications import sweep
 from supervisor.notify.models import Channel, Notification, Route
 from tests.notify.conftest import T0, open_flag

@@ -2,7 +2,7 @@
 
 from datetime import time, timedelta
 
-from supervisor.core.flags import do_resolve_flag
+from supervisor.core.flags.writers import do_resolve_flag
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import FlagAlert, Notification, Route
 from tests.notify.conftest import T0, open_flag

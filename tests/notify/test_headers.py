@@ -11,7 +11,7 @@ from email.header import decode_header, make_header
 
 import pytest
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.headers import header_text

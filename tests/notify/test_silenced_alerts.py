@@ -3,7 +3,7 @@ snooze; when the silence ends early they are due at once, and when it expires, t
 
 from datetime import timedelta
 
-from supervisor.core.silences import do_create_silence, do_edit_silence, do_end_silence
+from supervisor.core.triage.silences import do_create_silence, do_edit_silence, do_end_silence
 from supervisor.notify.followup import follow_up
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import FlagAlert, Notification, Route

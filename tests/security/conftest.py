@@ -6,12 +6,12 @@ import pytest
 from django.core import signing
 
 from supervisor.core import clock
-from supervisor.core.actions import new_preview_id, preview_action, selection_digest
-from supervisor.core.flags import do_open_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.actions.writers import new_preview_id, preview_action, selection_digest
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import DeadLetter, Flag, SavedView, Task, Thread
-from supervisor.core.silences import do_create_silence
-from supervisor.core.snapshot import Finding
+from supervisor.core.triage.silences import do_create_silence
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
 from tests.factories import BASE, at, make_tasks

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from supervisor.core.flags import do_open_flag
-from supervisor.core.snapshot import Finding
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.notify.content import link_token
 from supervisor.ops.processes import web_command
 from tests import workers

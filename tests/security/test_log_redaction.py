@@ -7,7 +7,7 @@ import sys
 
 from django.conf import settings
 
-from supervisor.core.sources import TOKEN_PREFIX
+from supervisor.core.access.sources import TOKEN_PREFIX
 
 
 def _line(logger_name: str, message: str, *args) -> str:

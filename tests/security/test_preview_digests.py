@@ -11,10 +11,10 @@ import pytest
 from django.core import signing
 from django.test import override_settings
 
-from supervisor.core.actions import delivery_text, preview_action
-from supervisor.core.connectors import connector_for
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import delivery_text, preview_action
+from supervisor.core.contract.connectors import connector_for
 from supervisor.core.models import Source, Task
-from supervisor.core.sources import do_create_source
 from tests.factories import make_tasks
 
 pytestmark = pytest.mark.django_db

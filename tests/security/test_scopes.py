@@ -12,10 +12,10 @@ from django.test import Client
 
 from supervisor.api.router import api
 from supervisor.api.scopes import NEEDS, Need
-from supervisor.core.flags import do_open_flag
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Task
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source
 from tests.factories import BASE, make_tasks
 
 from .walk import MATRIX, TOKEN, patterns, public_route, send

@@ -8,9 +8,9 @@ import json
 import pytest
 from django.test import Client
 
-from supervisor.core import sources
+from supervisor.core.access import sources
+from supervisor.core.access.sources import do_create_source, do_revoke_source, do_rotate_token
 from supervisor.core.models import Source
-from supervisor.core.sources import do_create_source, do_revoke_source, do_rotate_token
 
 pytestmark = pytest.mark.django_db
 

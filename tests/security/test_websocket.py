@@ -17,8 +17,8 @@ from django.test import Client
 
 from supervisor.asgi import application
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
 from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, session_cookie
 from tests.web.cast import make_user

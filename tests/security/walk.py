@@ -24,7 +24,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from supervisor.api.scopes import NEEDS
-from supervisor.core.sources import do_create_source, do_revoke_source
+from supervisor.core.access.sources import do_create_source, do_revoke_source
 from tests.web.cast import ADMIN, ANONYMOUS, CAST, OPERATOR, VIEWER, login_as
 
 TOKEN, UNSCOPED, REVOKED = "token", "token-without-scope", "revoked-token"

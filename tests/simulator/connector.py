@@ -14,8 +14,14 @@ from typing import Any
 from django.db import transaction
 
 from supervisor.core import clock
-from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
-from supervisor.core.ingest import do_ingest
+from supervisor.core.contract.connectors import (
+    Capabilities,
+    Connector,
+    ConnectorError,
+    Outgoing,
+    Receipt,
+)
+from supervisor.core.ingest.apply import do_ingest
 from supervisor.core.models import Namespace, Run, Task
 from supervisor.demo.answers import ThreadView, answer_events
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from supervisor.core.connectors import SettingsError
+from supervisor.core.contract.connectors import SettingsError
 
 KNOWN = ("reply_delay",)
 MAX_REPLY_DELAY = 30.0

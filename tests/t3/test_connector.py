@@ -13,12 +13,17 @@ from supervisor.connectors.t3code import environment, rpc
 from supervisor.connectors.t3code.connector import DISPOSED, T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
 from supervisor.core import clock
-from supervisor.core.actions import ActionRefused, do_request_action, preview_action
-from supervisor.core.connectors import ConnectorError, Outgoing, SettingsError, connector_class
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import ActionRefused, do_request_action, preview_action
+from supervisor.core.contract.connectors import (
+    ConnectorError,
+    Outgoing,
+    SettingsError,
+    connector_class,
+)
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.t3.fake_server import DISPATCH, DISPATCH_ERROR, PROJECTION, Call, FakeT3

@@ -10,10 +10,10 @@ import pytest
 
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.scenario import _result
 from supervisor.core.models import Flag, IngestedEvent
-from supervisor.core.scenario import _result
-from supervisor.core.sources import do_create_source
 
 from .statedb import FakeT3
 from .timelines import day, delegate, finish, user_run

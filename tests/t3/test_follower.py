@@ -20,10 +20,10 @@ from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.mapping import Mapper, event_id
 from supervisor.connectors.t3code.schema import Busy, StateDB, StateDBError
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.scenario import Scenario, _result, differences
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Source, Task
-from supervisor.core.scenario import Scenario, _result, differences
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import follow_t3 as t3_tasks
 
 from .statedb import FakeT3

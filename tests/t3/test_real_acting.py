@@ -17,13 +17,15 @@ import pytest
 from supervisor.connectors.t3code import rpc
 from supervisor.connectors.t3code.connector import command_id, derived_id
 from supervisor.connectors.t3code.follower import Follower
-from supervisor.core import actions, clock, continued, ownership
-from supervisor.core.actions import do_request_action, outgoing_for
-from supervisor.core.connectors import ConnectorError
-from supervisor.core.evaluate import evaluate
-from supervisor.core.loader import load_for_task
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.actions.writers import do_request_action, outgoing_for
+from supervisor.core.contract.connectors import ConnectorError
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.facts import continued, ownership
+from supervisor.core.facts.loader import load_for_task
 from supervisor.core.models import Action, Flag, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.actions import do_request_action, preview_action
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import do_request_action, preview_action
 from supervisor.core.models import Flag, Task
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.t3.conftest import KITS
 from tests.t3.test_real_acting import (

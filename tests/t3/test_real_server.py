@@ -25,11 +25,11 @@ from supervisor.connectors.t3code.follower import Follower
 from supervisor.connectors.t3code.locate import state_database
 from supervisor.connectors.t3code.schema import StateDBError
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import CATALOGUE
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.detection.scenario import _result
+from supervisor.core.flags.kinds import CATALOGUE
 from supervisor.core.models import DeadLetter, FollowState, IngestedEvent, Run, Thread
-from supervisor.core.scenario import _result
-from supervisor.core.sources import do_create_source
 
 from . import plays
 from .conftest import built

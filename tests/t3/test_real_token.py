@@ -12,8 +12,8 @@ import pytest
 from django.urls import reverse
 
 from supervisor.core import clock
-from supervisor.core.connectors import ConnectorError, connector_for
-from supervisor.core.sources import do_create_source
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.connectors import ConnectorError, connector_for
 from tests.t3.test_connector import free_port
 from tests.web.cast import ADMIN, login_as
 

@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from supervisor.connectors.t3code import session
 from supervisor.core import clock
-from supervisor.core.connectors import ConnectorError
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.contract.connectors import ConnectorError
 from supervisor.core.models import Source
-from supervisor.core.sources import do_create_source
 from tests.t3.fake_server import FakeT3
 from tests.t3.test_connector import TOKEN, t3code
 from tests.web.cast import ADMIN, login_as

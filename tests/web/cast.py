@@ -2,7 +2,7 @@
 
 from django.contrib.auth import get_user_model
 
-from supervisor.core.roles import do_set_role
+from supervisor.core.access.roles import do_set_role
 
 ANONYMOUS, VIEWER, OPERATOR, ADMIN = "anonymous", "viewer", "operator", "admin"
 CAST = (ANONYMOUS, VIEWER, OPERATOR, ADMIN)

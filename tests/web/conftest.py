@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Permission
 
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_open_flag
-from supervisor.core.ingest import apply_events
-from supervisor.core.snapshot import Finding
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.core.ingest.apply import apply_events
 
 OWN_SCENARIOS = Path(__file__).parent.parent / "scenarios"
 

@@ -9,11 +9,11 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils.html import escape
 
-from supervisor.core import actions
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.receiver import Receiver

@@ -6,9 +6,9 @@ import re
 import pytest
 from django.test import Client
 
+from supervisor.core.access.roles import role_of
+from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import Change, DeadLetter, IngestedEvent, Source, Task
-from supervisor.core.roles import role_of
-from supervisor.core.sources import do_create_source
 from tests.web.cast import ADMIN, OPERATOR, login_as, make_user
 from tests.web.test_markup import Controls
 

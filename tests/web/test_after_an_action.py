@@ -9,12 +9,13 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from supervisor.core import actions, clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flags import do_resolve_flag_by_hand
-from supervisor.core.ingest import apply_events
+from supervisor.core import clock
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import writers as actions
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.writers import do_resolve_flag_by_hand
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Flag, Run, Task, Wake
-from supervisor.core.sources import do_create_source
 from supervisor.jobs import operator_actions
 from supervisor.web import fragments
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario

@@ -3,8 +3,8 @@ another operator, or unassign; the lists show it and filter by it; the audit lis
 
 import pytest
 
-from supervisor.core.assignment import do_assign_task
 from supervisor.core.models import Change, Task
+from supervisor.core.triage.assignment import do_assign_task
 from tests.web.cast import ADMIN, ANONYMOUS, OPERATOR, VIEWER, login_as, make_user
 
 pytestmark = pytest.mark.django_db

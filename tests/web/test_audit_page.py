@@ -5,8 +5,8 @@ import re
 import pytest
 
 from supervisor.core import clock
+from supervisor.core.access.roles import do_create_user, do_set_role
 from supervisor.core.models import Change, Flag, Task
-from supervisor.core.roles import do_create_user, do_set_role
 from tests.factories import make_tasks
 from tests.web.cast import ADMIN, ANONYMOUS, OPERATOR, VIEWER, login_as
 

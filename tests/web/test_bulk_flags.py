@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag, do_resolve_flag
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag, do_resolve_flag
 from supervisor.core.models import Change, Flag, Task
-from supervisor.core.snapshot import Finding
 from tests.factories import make_tasks
 from tests.web.cast import ANONYMOUS, OPERATOR, VIEWER, login_as
 from tests.web.forms import confirm_form

@@ -7,10 +7,10 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils.html import escape
 
-from supervisor.core.actions import preview_id_of, selection_digest
-from supervisor.core.ingest import apply_events
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions.writers import preview_id_of, selection_digest
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
-from supervisor.core.sources import do_create_source
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 from tests.factories import make_tasks
 from tests.receiver import Receiver

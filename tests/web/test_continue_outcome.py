@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from supervisor.core import clock
-from supervisor.core.actions import do_request_action
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.actions.writers import do_request_action
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import operator_actions
 from tests.core.test_continue_closes_the_loop import (
     CHILD,

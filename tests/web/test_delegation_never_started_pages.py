@@ -5,7 +5,7 @@ from html import unescape
 
 import pytest
 
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Thread
 
 from .conftest import load_own

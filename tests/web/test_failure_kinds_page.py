@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flag_kinds import kind_of
+from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Task
 from tests.web.conftest import load_own
 

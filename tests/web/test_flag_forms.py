@@ -7,8 +7,8 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from supervisor.core import clock
-from supervisor.core.evaluate import evaluate
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, Flag
 from tests.conftest import CONTRACT_SCENARIOS, load_scenario
 

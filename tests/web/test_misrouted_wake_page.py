@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 import pytest
 from django.utils.html import escape
 
-from supervisor.core import action_outcomes, ownership
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.ingest import apply_events
-from supervisor.core.loader import load_for_task
+from supervisor.core.actions import outcomes as action_outcomes
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.facts import ownership
+from supervisor.core.facts.loader import load_for_task
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
 from tests.web.conftest import OWN_SCENARIOS, load_own
 

@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_acknowledge_flag, do_open_flag, do_snooze_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_acknowledge_flag, do_open_flag, do_snooze_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from supervisor.core.snapshot import Finding
 from supervisor.web.page_data import open_flag_count
 from tests.factories import make_tasks, task_events
 

@@ -3,9 +3,9 @@
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Flag, Task
-from supervisor.core.snapshot import Finding
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from supervisor.core import silences
-from supervisor.core.flags import do_acknowledge_flag
+from supervisor.core.flags.writers import do_acknowledge_flag
 from supervisor.core.models import Flag, Task
+from supervisor.core.triage import silences
 from supervisor.web.problems import problem_of, problems_of
 
 NOW = datetime(2026, 11, 5, 23, 0, tzinfo=UTC)

@@ -5,9 +5,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Flag, Task, Thread
-from supervisor.core.snapshot import Finding
 from tests.factories import make_tasks
 from tests.web.cast import ADMIN, login_as
 
@@ -32,7 +32,7 @@ def grandchildren(source, count: int, prefix: str) -> None:
                 },
             }
         )
-    from supervisor.core.ingest import apply_events
+    from supervisor.core.ingest.apply import apply_events
 
     apply_events(source, events)
     for task_id in Task.objects.values_list("task_id", flat=True):

@@ -7,11 +7,11 @@ from datetime import datetime
 
 import pytest
 
-from supervisor.core.flag_events import LIMIT
-from supervisor.core.flags import do_open_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.events import LIMIT
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from supervisor.core.snapshot import Finding
 from tests.factories import at, task_events
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ import pytest
 
 from supervisor.core import clock
 from supervisor.core.models import SavedView
-from supervisor.core.saved_views import SavedViewError, do_save_view
+from supervisor.core.queries.saved_views import SavedViewError, do_save_view
 from tests.web.cast import OPERATOR, VIEWER, login_as, make_user
 
 pytestmark = pytest.mark.django_db
@@ -130,7 +130,7 @@ def test_others_cannot_change_a_view(client, three_levels):
     assert response.status_code == 404
     assert SavedView.objects.count() == 2
     with pytest.raises(SavedViewError):
-        from supervisor.core.saved_views import do_delete_view
+        from supervisor.core.queries.saved_views import do_delete_view
 
         do_delete_view(shared, make_user("bob", OPERATOR))
 
@@ -160,8 +160,8 @@ def test_the_save_form_carries_the_filters_shown(client, three_levels):
 
 
 def test_a_shared_mine_view_shows_each_user_their_own_tasks(client, three_levels):
-    from supervisor.core.assignment import do_assign_task
     from supervisor.core.models import Task
+    from supervisor.core.triage.assignment import do_assign_task
 
     ann, bob = make_user("ann", OPERATOR), make_user("bob", OPERATOR)
     first, second = Task.objects.filter(known=True).order_by("pk")[:2]

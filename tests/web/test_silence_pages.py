@@ -7,11 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from supervisor.core import clock, silences
-from supervisor.core.flags import do_open_flag
+from supervisor.core import clock
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Change, Flag, Silence, Task
-from supervisor.core.silences import do_create_silence
-from supervisor.core.snapshot import Finding
+from supervisor.core.triage import silences
+from supervisor.core.triage.silences import do_create_silence
 from supervisor.web import page_data
 from tests.factories import make_tasks
 from tests.web.cast import ANONYMOUS, OPERATOR, VIEWER, login_as

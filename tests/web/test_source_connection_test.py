@@ -3,7 +3,7 @@ says what answered, or why nothing did, with the URL."""
 
 import pytest
 
-from supervisor.core.sources import do_bind_connector
+from supervisor.core.access.sources import do_bind_connector
 from tests.receiver import Receiver
 from tests.web.cast import ADMIN, OPERATOR, login_as
 

@@ -5,11 +5,11 @@ import re
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag, do_resolve_flag
-from supervisor.core.ingest import apply_events
-from supervisor.core.snapshot import Finding
-from supervisor.core.sources import do_create_source
-from supervisor.core.task_query import PAGE_SIZE
+from supervisor.core.access.sources import do_create_source
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag, do_resolve_flag
+from supervisor.core.ingest.apply import apply_events
+from supervisor.core.queries.task_query import PAGE_SIZE
 from tests.factories import make_tasks, task_events
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from urllib.parse import quote
 import pytest
 from django.utils.html import escape
 
-from supervisor.core.evaluate import evaluate
-from supervisor.core.flag_kinds import kind_of
-from supervisor.core.ingest import apply_events
+from supervisor.core.detection.evaluate import evaluate
+from supervisor.core.flags.kinds import kind_of
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
 from tests.factories import at, task_events
 from tests.web.conftest import OWN_SCENARIOS, load_own

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
 from supervisor.web import fragments, page_data
 from tests.factories import at, task_events

@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 
 from supervisor.core import clock
-from supervisor.core.flags import do_open_flag
-from supervisor.core.ingest import apply_events
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Thread
-from supervisor.core.snapshot import Finding
 from supervisor.web.page_data import TREE_DEPTH
 from tests.factories import at
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from supervisor.core.ingest import apply_events
+from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Run, Task, Thread
 from supervisor.web.page_data import THREAD_RUNS
 from tests.factories import at

@@ -29,7 +29,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from supervisor.core.connectors import Capabilities, Connector, ConnectorError, Outgoing, Receipt
+from supervisor.core.contract.connectors import (
+    Capabilities,
+    Connector,
+    ConnectorError,
+    Outgoing,
+    Receipt,
+)
 
 from . import environment, rpc, session
 from . import settings as t3_settings

@@ -44,9 +44,9 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from supervisor.core import clock
-from supervisor.core.connectors import CONTINUE_WAKE_PREFIX
-from supervisor.core.contract import TaskDelegated, parse_timestamp
-from supervisor.core.times import outside_window
+from supervisor.core.contract.connectors import CONTINUE_WAKE_PREFIX
+from supervisor.core.contract.events import TaskDelegated, parse_timestamp
+from supervisor.core.contract.times import outside_window
 
 from .schema import RESTART_COMMAND, Row, decoded
 
@@ -1530,7 +1530,7 @@ class Mapper:
     def _at(self, *candidates: Any) -> str | None:
         """The first well-formed timestamp of the candidates (T3's own fields before the
         row's `occurred_at`) that is a real time inside the window the supervisor accepts
-        (core/times.py): one T3 got wrong (9999, 2026-02-30) is counted and passed over
+        (core/contract/times.py): one T3 got wrong (9999, 2026-02-30) is counted and passed over
         for the next. None, counted, when there is none."""
         for value in candidates:
             if not (isinstance(value, str) and ISO.match(value)):

@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
-from supervisor.core.connectors import ConnectorError, retryable_status
+from supervisor.core.contract.connectors import ConnectorError, retryable_status
 
 PROTOCOL_PARAM = "orchestrationProtocol"
 PROTOCOL_VERSION = "2"

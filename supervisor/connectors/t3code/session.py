@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
 
-from supervisor.core.connectors import ConnectorError, retryable_status
+from supervisor.core.contract.connectors import ConnectorError, retryable_status
 
 from .rpc import USER_AGENT, where
 

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from supervisor.core import outbound
-from supervisor.core.connectors import (
+from supervisor.core.contract.connectors import (
     Capabilities,
     Connector,
     ConnectorError,

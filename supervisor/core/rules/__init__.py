@@ -7,6 +7,8 @@ earliest later time at which its findings there could change with no new event.
 
 `judge` runs each rule on its own: a rule that raises is reported with its error, and
 the others' findings stand, so one broken rule cannot freeze the other kinds' flags.
+
+Imports the facts (the snapshot, ownership, the reading) and the contract's times.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..snapshot import DetectionSettings, Finding, Snapshot
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot
+
 from . import (
     account_limit,
     cancel_not_propagated,

@@ -19,8 +19,15 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..ownership import judged_tasks
-from ..snapshot import DetectionSettings, Finding, ReportView, Snapshot, TaskView
+from supervisor.core.facts.ownership import judged_tasks
+from supervisor.core.facts.snapshot import (
+    DetectionSettings,
+    Finding,
+    ReportView,
+    Snapshot,
+    TaskView,
+)
+
 from .completed_on_failure import judged_run
 
 KIND = "account_limit"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import (
+from supervisor.core.contract.times import after
+from supervisor.core.facts.ownership import (
     delegated_tasks,
     delegating_run_id,
     item_run_id,
@@ -24,8 +25,15 @@ from ..ownership import (
     owned_runs,
     run_name,
 )
-from ..snapshot import DetectionSettings, Finding, ReportView, RunView, Snapshot, TaskView
-from ..times import after
+from supervisor.core.facts.snapshot import (
+    DetectionSettings,
+    Finding,
+    ReportView,
+    RunView,
+    Snapshot,
+    TaskView,
+)
+
 from .task_deadlines import coming, opened
 
 KIND = "cancel_not_propagated"

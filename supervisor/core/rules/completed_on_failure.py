@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from .. import handover
-from ..ownership import (
+from supervisor.core.facts import handover
+from supervisor.core.facts.ownership import (
     has_result,
     judged_tasks,
     normalized,
@@ -37,7 +37,7 @@ from ..ownership import (
     run_name,
     unfinished_owned_runs,
 )
-from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "completed_on_failure"
 

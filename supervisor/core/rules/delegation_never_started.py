@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..snapshot import DetectionSettings, Finding, RequestView, Snapshot
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, RequestView, Snapshot
+
 from .delegation_rejected import refuses_delegation
 
 KIND = "delegation_never_started"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import EARLIEST
-from ..snapshot import DetectionSettings, Finding, RejectionView, Snapshot
+from supervisor.core.facts.ownership import EARLIEST
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, RejectionView, Snapshot
 
 KIND = "delegation_rejected"
 

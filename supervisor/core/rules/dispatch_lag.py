@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import judged_tasks
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from supervisor.core.facts.ownership import judged_tasks
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "dispatch_lag"
 

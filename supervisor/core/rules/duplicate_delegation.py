@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, judged_tasks, normalized, run_name
-from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
+from supervisor.core.facts.ownership import child_thread, judged_tasks, normalized, run_name
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "duplicate_delegation"
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..ownership import child_thread, judged_tasks, owned_runs, result_run, run_name
-from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
+from supervisor.core.facts.ownership import (
+    child_thread,
+    judged_tasks,
+    owned_runs,
+    result_run,
+    run_name,
+)
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView
 
 KIND = "failed_while_running"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..snapshot import DetectionSettings, Finding, Snapshot, WakeView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, WakeView
+
 from .orphan_wake import names_unknown_task, wake_subject
 from .wake_deadlines import earliest_by_subject, passed_by_subject
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread, delivered_by_hand, judged_tasks, run_name
-from ..snapshot import DetectionSettings, Finding, Snapshot
+from supervisor.core.facts.ownership import child_thread, delivered_by_hand, judged_tasks, run_name
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot
 
 KIND = "left_by_restart"
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .. import handover
-from ..ownership import delivered_by_hand, judged_tasks, normalized
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView, WakeView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts import handover
+from supervisor.core.facts.ownership import delivered_by_hand, judged_tasks, normalized
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView, WakeView
+
 from .wake_deadlines import Deadline, earliest_by_subject, passed_by_subject
 
 KIND = "misrouted_wake"

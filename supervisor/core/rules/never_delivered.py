@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
 from .task_deadlines import coming, opened
 
 KIND = "never_delivered"

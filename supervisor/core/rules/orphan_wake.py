@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import child_thread_task
-from ..snapshot import DetectionSettings, Finding, Snapshot, WakeView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.ownership import child_thread_task
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, WakeView
+
 from .wake_deadlines import earliest_by_subject, passed_by_subject
 
 KIND = "orphan_wake"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .. import handover
-from ..ownership import (
+from supervisor.core.facts import handover
+from supervisor.core.facts.ownership import (
     has_reached_parent,
     judged_tasks,
     latest_result_run,
@@ -17,7 +17,13 @@ from ..ownership import (
     unfinished_owned_items,
     unfinished_owned_runs,
 )
-from ..snapshot import DetectionSettings, Finding, ReportView, Snapshot, TaskView
+from supervisor.core.facts.snapshot import (
+    DetectionSettings,
+    Finding,
+    ReportView,
+    Snapshot,
+    TaskView,
+)
 
 KIND = "premature_completion"
 

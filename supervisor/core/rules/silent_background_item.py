@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import awaited, owned_items
-from ..snapshot import DetectionSettings, Finding, ItemView, Snapshot, TaskView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.ownership import awaited, owned_items
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, ItemView, Snapshot, TaskView
+
 from .task_deadlines import coming, opened
 
 KIND = "silent_background_item"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..snapshot import DetectionSettings, Finding
+from supervisor.core.facts.snapshot import DetectionSettings, Finding
 
 KIND = "source_silent"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import (
+from supervisor.core.facts.ownership import (
     handed,
     has_reached_parent,
     judged_tasks,
@@ -12,7 +12,7 @@ from ..ownership import (
     normalized,
     run_name,
 )
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "stale_result"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..ownership import (
+from supervisor.core.contract.times import after
+from supervisor.core.facts.ownership import (
     awaited,
     child_thread,
     delegated_tasks,
@@ -14,8 +15,15 @@ from ..ownership import (
     owned_runs,
     run_name,
 )
-from ..snapshot import DetectionSettings, Finding, RunView, Snapshot, TaskView, WakeView
-from ..times import after
+from supervisor.core.facts.snapshot import (
+    DetectionSettings,
+    Finding,
+    RunView,
+    Snapshot,
+    TaskView,
+    WakeView,
+)
+
 from .silent_background_item import waited_until
 
 KIND = "stuck"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from ..ownership import judged_tasks
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from supervisor.core.facts.ownership import judged_tasks
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 TaskDue = Callable[[Snapshot, DetectionSettings, TaskView], tuple[datetime, Finding] | None]
 

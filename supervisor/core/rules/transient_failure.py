@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..ownership import judged_tasks
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
+from supervisor.core.facts.ownership import judged_tasks
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
 from . import account_limit
 
 KIND = "transient_failure"

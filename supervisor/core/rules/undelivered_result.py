@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..ownership import has_reached_parent, latest_result_run, result_run, run_name
-from ..snapshot import DetectionSettings, Finding, Snapshot, TaskView
-from ..times import after
+from supervisor.core.contract.times import after
+from supervisor.core.facts.ownership import (
+    has_reached_parent,
+    latest_result_run,
+    result_run,
+    run_name,
+)
+from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
+
 from .task_deadlines import coming, opened
 
 KIND = "undelivered_result"

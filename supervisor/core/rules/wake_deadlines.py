@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..snapshot import WakeView
+from supervisor.core.facts.snapshot import WakeView
 
 Deadline = tuple[datetime, tuple[str, str], WakeView]
 

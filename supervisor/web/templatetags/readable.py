@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from supervisor.core import clock
-from supervisor.core.flag_kinds import kind_of, titles
+from supervisor.core.flags.kinds import kind_of, titles
 
 register = template.Library()
 

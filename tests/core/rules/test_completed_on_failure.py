@@ -173,7 +173,7 @@ def test_a_follow_up_owns_no_runs_and_is_judged_by_its_text_alone():
 
 
 def test_the_action_preview_says_only_a_later_completed_result_answers_it():
-    from supervisor.core import action_outcomes
+    from supervisor.core.actions import outcomes as action_outcomes
 
     snap = snapshot(*later(reached=False))
     view = snap.tasks[TASK]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from supervisor.core.ownership import normalized
+from supervisor.core.facts.ownership import normalized
 from supervisor.core.rules import account_limit, completed_on_failure, transient_failure
 
 from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task, wake

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from supervisor.core.rules import RULES, judge, source_silent
-from supervisor.core.snapshot import (
+from supervisor.core.contract.times import AHEAD, EARLIEST, NEVER
+from supervisor.core.facts.snapshot import (
     DetectionSettings,
     Finding,
     ItemView,
@@ -21,7 +21,7 @@ from supervisor.core.snapshot import (
     TaskView,
     WakeView,
 )
-from supervisor.core.times import AHEAD, EARLIEST, NEVER
+from supervisor.core.rules import RULES, judge, source_silent
 
 FIRST = datetime.min.replace(tzinfo=UTC)
 TASK, SUB, PARENT, CHILD = "task:t", "task:sub", "thread:parent", "thread:child"

@@ -29,7 +29,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from supervisor.core import clock
-from supervisor.core.snapshot import DetectionSettings
+from supervisor.core.facts.snapshot import DetectionSettings
 from supervisor.demo.fleet import (
     DEMO_DETECTION,
     DEMO_DURATIONS,
@@ -241,7 +241,7 @@ class Command(BaseCommand):
             if not url.startswith(("http://", "https://")):
                 raise CommandError(f"--url must start with http:// or https:// (got {url!r})")
             return ApiSink(url, token, self._log), DetectionSettings.from_overrides(overrides)
-        from supervisor.core.evaluate import detection_settings
+        from supervisor.core.detection.evaluate import detection_settings
         from supervisor.core.models import Source
 
         source = Source.objects.filter(name=source_name).first()

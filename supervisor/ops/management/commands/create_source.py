@@ -2,11 +2,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.core.connectors import SettingsError
+from supervisor.core.access.sources import ScopeError, check_connector, do_add_source
+from supervisor.core.contract.connectors import SettingsError
+from supervisor.core.contract.source_names import NAME_LENGTH, ReservedName
+from supervisor.core.facts.snapshot import DetectionSettings
 from supervisor.core.models import Source
-from supervisor.core.snapshot import DetectionSettings
-from supervisor.core.source_names import NAME_LENGTH, ReservedName
-from supervisor.core.sources import ScopeError, check_connector, do_add_source
 
 
 class Command(BaseCommand):

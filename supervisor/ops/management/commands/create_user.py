@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.core.roles import ROLES, RoleError, do_create_user
+from supervisor.core.access.roles import ROLES, RoleError, do_create_user
 from supervisor.ops.logins import PasswordFileError, password_from_file
 
 

@@ -3,7 +3,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from supervisor.core.scenario import Scenario, ScenarioError
+from supervisor.core.detection.scenario import Scenario, ScenarioError
 from supervisor.ops.replay import replay_all
 
 

@@ -1,0 +1,3 @@
+"""Roles, sources and their tokens.
+
+Imports the change log, the contract and the models."""

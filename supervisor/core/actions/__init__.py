@@ -1,0 +1,3 @@
+"""Operators' actions: writers, previews, outcomes, advice.
+
+Imports ingest, flags, rules, facts and below."""

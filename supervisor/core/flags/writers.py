@@ -1,0 +1,185 @@
+"""The only writers of flags: each opening, resolution and acknowledgement is a do_*
+function that also appends to the change log in the same transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from supervisor.core import changes
+from supervisor.core.changes import ChangeKind
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.models import Flag, Task
+
+# Called with each flag opened, inside the opening's transaction: notify registers its
+# alerts here (NotifyConfig.ready), so an opening is never without its alerts.
+_opened_hooks: list[Callable[[Flag, datetime], object]] = []
+
+
+def on_flag_opened(hook: Callable[[Flag, datetime], object]) -> None:
+    if hook not in _opened_hooks:
+        _opened_hooks.append(hook)
+
+
+def _subject(flag: Flag) -> changes.Subject:
+    facts = {"flag": flag.pk, "kind": flag.kind, "state": flag.state}
+    return changes.Subject(flag.subject_type, flag.subject_id, flag.namespace_id, facts)
+
+
+def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | None:
+    """Open `finding` as a new flag record; None when one is open already (another
+    worker won the race: the partial unique constraint decides, not hope)."""
+    task_pk = None
+    if finding.subject_type == "task":
+        task_pk = (
+            Task.objects.filter(namespace_id=namespace_id, task_id=finding.subject_id)
+            .values_list("pk", flat=True)
+            .first()
+        )
+    try:
+        with transaction.atomic():
+            flag = Flag.objects.create(
+                namespace_id=namespace_id,
+                subject_type=finding.subject_type,
+                subject_id=finding.subject_id,
+                task_id=task_pk,
+                kind=finding.kind,
+                state=Flag.OPEN,
+                opened_at=now,
+                evidence=finding.evidence,
+            )
+            changes.record(ChangeKind.FLAG_OPENED, _subject(flag))
+            # In the opening's own transaction: an opening is never without its alerts.
+            for hook in _opened_hooks:
+                hook(flag, now)
+    except IntegrityError:
+        return None
+    return flag
+
+
+def do_resolve_flag(
+    flag: Flag, now: datetime, *, reason: str | None = None, suppress: bool = False
+) -> bool:
+    """Resolve an open flag (compare-and-swap on its state); False if it was not open.
+    `reason` says what resolved it, in an operator's words; `suppress` keeps the rules
+    from opening it again while its condition still holds (an action answered it)."""
+    with transaction.atomic():
+        updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
+            state=Flag.RESOLVED, resolved_at=now, resolve_reason=reason, suppressed=suppress
+        )
+        if updated:
+            flag.refresh_from_db()
+            changes.record(
+                ChangeKind.FLAG_RESOLVED,
+                _subject(flag),
+                **({"reason": reason} if reason else {}),
+            )
+    return bool(updated)
+
+
+def do_update_evidence(flag: Flag, evidence: dict) -> None:
+    with transaction.atomic():
+        if Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(evidence=evidence):
+            flag.evidence = evidence
+            changes.record(ChangeKind.FLAG_UPDATED, _subject(flag))
+
+
+def awaiting_attention(now: datetime) -> Q:
+    """Open flags nobody has taken up: not acknowledged, and not snoozed past `now`.
+    They are what an operator's counts, title and "needing action" show; the others
+    stay open (the condition holds) but are shown apart."""
+    return Q(state=Flag.OPEN, acknowledged_at__isnull=True) & (
+        Q(snoozed_until__isnull=True) | Q(snoozed_until__lte=now)
+    )
+
+
+def taken_up(now: datetime) -> Q:
+    """Open flags someone acknowledged, or snoozed until after `now`."""
+    return Q(state=Flag.OPEN) & (Q(acknowledged_at__isnull=False) | Q(snoozed_until__gt=now))
+
+
+class FlagActionError(ValueError):
+    """An operator's flag action that cannot apply (the flag is resolved, a bad time)."""
+
+
+def do_acknowledge_flag(flag: Flag, now: datetime, *, by=None, actor: str = "") -> Flag:
+    """Acknowledge an open flag; acknowledging twice keeps the first acknowledgement."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be acknowledged")
+        if flag.acknowledged_at is None:
+            flag.acknowledged_at, flag.acknowledged_by = now, by
+            flag.save(update_fields=["acknowledged_at", "acknowledged_by"])
+            changes.record(ChangeKind.FLAG_ACKNOWLEDGED, _subject(flag), actor=actor)
+    return flag
+
+
+def do_snooze_flag(flag: Flag, until: datetime, now: datetime, *, actor: str = "") -> Flag:
+    """Snooze an open flag until a later time; it stays open, alerts wait until then."""
+    if until <= now:
+        raise FlagActionError("'until' must be in the future")
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be snoozed")
+        if flag.snoozed_until != until:
+            flag.snoozed_until = until
+            flag.save(update_fields=["snoozed_until"])
+            changes.record(
+                ChangeKind.FLAG_SNOOZED, _subject(flag), actor=actor, until=until.isoformat()
+            )
+    return flag
+
+
+def do_unacknowledge_flag(flag: Flag, *, actor: str = "") -> Flag:
+    """Take an acknowledgement back: the flag awaits attention again (and its alerts
+    follow up again). On a flag not acknowledged it changes nothing."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be un-acknowledged")
+        if flag.acknowledged_at is not None:
+            flag.acknowledged_at, flag.acknowledged_by = None, None
+            flag.save(update_fields=["acknowledged_at", "acknowledged_by"])
+            changes.record(ChangeKind.FLAG_UNACKNOWLEDGED, _subject(flag), actor=actor)
+    return flag
+
+
+def do_unsnooze_flag(flag: Flag, now: datetime, *, actor: str = "") -> Flag:
+    """End a snooze now. On a flag not snoozed past `now` it changes nothing."""
+    with transaction.atomic():
+        flag = Flag.objects.select_for_update().get(pk=flag.pk)
+        if flag.state != Flag.OPEN:
+            raise FlagActionError("the flag is resolved; only an open flag can be un-snoozed")
+        if flag.snoozed_until is not None and flag.snoozed_until > now:
+            flag.snoozed_until = None
+            flag.save(update_fields=["snoozed_until"])
+            changes.record(ChangeKind.FLAG_UNSNOOZED, _subject(flag), actor=actor)
+    return flag
+
+
+def do_resolve_flag_by_hand(
+    flag: Flag, now: datetime, *, reason: str, by=None, actor: str = ""
+) -> Flag:
+    """An operator resolves a flag with a reason; it then stays resolved until its
+    condition has stopped holding and holds again. Resolving a resolved flag is a no-op."""
+    if not reason or not reason.strip():
+        raise FlagActionError("a reason is needed to resolve a flag by hand")
+    with transaction.atomic():
+        updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
+            state=Flag.RESOLVED,
+            resolved_at=now,
+            resolved_by=by,
+            resolve_reason=reason.strip(),
+            suppressed=True,
+        )
+        flag.refresh_from_db()
+        if updated:
+            changes.record(
+                ChangeKind.FLAG_RESOLVED, _subject(flag), actor=actor, reason=flag.resolve_reason
+            )
+    return flag

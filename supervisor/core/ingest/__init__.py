@@ -1,0 +1,3 @@
+"""Events in: validation, the one apply path, dead letters, records only Supervisor may make.
+
+Imports the facts and below."""

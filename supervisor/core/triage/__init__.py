@@ -1,0 +1,3 @@
+"""Who looks after what, and what is silenced.
+
+Imports flags, access and below."""
