@@ -2,7 +2,7 @@
 row committed by T3 becomes a flag.
 
 1. Throughput. A state database of `--events` rows (default 100,000) is written by the
-   tests' fake T3 (tests/t3/statedb.py): the four stories of tests/t3/timelines.py,
+   tests' fake T3 (tests/support/t3/statedb.py): the four stories of tests/support/t3/timelines.py,
    told again and again under other ids. Each run follows it from scratch into a fresh
    Supervisor database (SQLite by default; PostgreSQL from `DATABASE_URL`) in a process
    of its own: the log read from its first row (`--from-start`), and, once per backend,
@@ -70,8 +70,8 @@ def generate(rows: int) -> Path:
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         return path
-    from tests.t3.statedb import FakeT3
-    from tests.t3.timelines import TIMELINES, renamed
+    from tests.support.t3.statedb import FakeT3
+    from tests.support.t3.timelines import TIMELINES, renamed
 
     path.unlink(missing_ok=True)
     started = time.monotonic()
@@ -93,7 +93,7 @@ def state_meta(path: Path) -> dict:
 
 def expected_open() -> dict[str, dict[str, set[str]]]:
     """story -> {"tasks": {id: kinds}, "threads": {id: kinds}} from its scenario."""
-    from tests.t3.timelines import TIMELINES
+    from tests.support.t3.timelines import TIMELINES
 
     expected = {}
     for name in STORIES:
@@ -337,7 +337,7 @@ def child_lag(state: str, samples: int, interval: float) -> dict:
     django_ready()
     from supervisor.core.access.sources import do_create_source
     from supervisor.core.models import Flag, FollowState, Source
-    from tests.t3.statedb import FakeT3
+    from tests.support.t3.statedb import FakeT3
 
     source, _ = do_create_source("t3-lag", scopes="ingest,read")
     Source.objects.filter(pk=source.pk).update(
@@ -385,7 +385,7 @@ def child_lag(state: str, samples: int, interval: float) -> dict:
 def append_failure(t3, prefix: str) -> float:
     """A task whose child fails on a passing provider error, written as T3 writes it;
     the monotonic time right after the commit of the row that reports it failed."""
-    from tests.t3.timelines import renamed
+    from tests.support.t3.timelines import renamed
 
     def now() -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

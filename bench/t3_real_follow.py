@@ -11,7 +11,7 @@ databases written by the real T3 Code server (a kit beside the clone, by default
    follows it from its first row into a fresh Supervisor database (SQLite, PostgreSQL) in a
    process of its own, like t3_follow's; once per backend, the first run's default (an
    import of the projections). A run in which any copy's tasks lack the open flags
-   tests/t3/plays.py expects for its scenario (judged 2 h after the last row)
+   tests/support/t3/plays.py expects for its scenario (judged 2 h after the last row)
    is reported and left out of the medians.
 2. Lag on a live server. Supervisor runs as `manage.py up` runs it (a Celery worker of
    concurrency 2 and beat, following every `--lag-interval` s); the kit plays a scenario
@@ -101,8 +101,8 @@ PLAY_ATTEMPTS = 3  # the kit's set-up can time out on a loaded machine
 
 def scenario_flags(version: str, leave_out=()) -> dict[str, dict[str, list[str]]]:
     """scenario -> {task role: open flags}, as the tests have them for the build
-    `version` (tests/t3/plays.py), less the scenarios left out."""
-    from tests.t3.plays import EXPECTED
+    `version` (tests/support/t3/plays.py), less the scenarios left out."""
+    from tests.support.t3.plays import EXPECTED
 
     expected = dict(EXPECTED[version])
     unknown = set(leave_out) - set(expected)
@@ -673,7 +673,7 @@ def report(about: str, meta: dict, args, results: dict, alone: dict) -> str:
         "",
         (
             f"Fake: the figures of bench/t3_follow.py's block above (measured {fake_when}, "
-            "tests/t3/statedb.py's database of 100,026 rows)."
+            "tests/support/t3/statedb.py's database of 100,026 rows)."
             if first
             else f"{DEFAULT_KIT}: the figures of the t3 {DEFAULT_KIT} block above "
             f"(measured {fake_when})."
@@ -933,7 +933,7 @@ def main() -> None:
     expected = scenario_flags(args.kit, args.leave_out)
     bases = played(args.build, list(expected))
     # Where T3 races, the flags are those of the shape each play wrote.
-    from tests.t3.plays import expected as expected_of
+    from tests.support.t3.plays import expected as expected_of
 
     for name, base in bases.items():
         scenario = json.loads((base / "scenario.json").read_text())

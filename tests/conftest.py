@@ -1,33 +1,27 @@
-import json
 import os
 import time
-from pathlib import Path
+from datetime import datetime
 
 import pytest
 from django.conf import settings as django_settings
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.contract.connectors import register
-from tests.simulator.connector import SimulatorConnector
+from supervisor.core.facts.snapshot import Finding
+from supervisor.core.flags.writers import do_open_flag
+from supervisor.notify.models import Channel, Route
+from tests.support.factories import make_tasks
+from tests.support.simulator.connector import SimulatorConnector
 
 # The in-process simulator acts for the tests' sources; the product does not offer it.
 register(SimulatorConnector)
 
 # The servers the tests start log in at a machine's pace, with full-strength password
 # hashes: their password checks may take a whole core, not the quarter a web process
-# gives them under a flood (tests/test_log_ins_beside_ingest.py tests that share).
+# gives them under a flood (tests/web/test_password_checks.py tests that share).
 os.environ.setdefault("SUPERVISOR_PASSWORD_CHECK_SHARE", "1")
-
-ROOT = Path(__file__).resolve().parent.parent
-# The contract's scenarios, as the project keeps them (tests/test_contract_copies.py
-# compares them with the originals wherever those are at hand), and the project's own.
-CONTRACT_SCENARIOS = sorted((ROOT / "scenarios").glob("*.json"))
-OWN_SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
-# Without them the contract tests would pass on nothing: say so instead.
-assert CONTRACT_SCENARIOS, f"the contract scenarios of {ROOT / 'scenarios'} are missing"
 
 # CI gets a time budget; local runs may dig deeper with HYPOTHESIS_PROFILE=dev.
 hypothesis_settings.register_profile("ci", max_examples=25, deadline=None)
@@ -60,13 +54,6 @@ def _flush_survives_deadlocks():
     flush.Command.handle = original
 
 
-class QuickPasswordHasher(PBKDF2PasswordHasher):
-    """Django's PBKDF2 at 1,000 iterations instead of 1.5 million (~0.6 s of CPU a hash).
-    Its hashes name their iterations, so any process with the default hashers checks them."""
-
-    iterations = 1000
-
-
 @pytest.fixture(autouse=True)
 def _quick_password_hashes(request):
     """Passwords hashed in this process hash quickly, except in tests whose writes are
@@ -80,7 +67,7 @@ def _quick_password_hashes(request):
         yield
         return
     # Not pytest-django's `settings` fixture: some tests have a parameter of that name.
-    quick = ["tests.conftest.QuickPasswordHasher", *django_settings.PASSWORD_HASHERS]
+    quick = ["tests.support.passwords.QuickPasswordHasher", *django_settings.PASSWORD_HASHERS]
     with override_settings(PASSWORD_HASHERS=quick):
         yield
 
@@ -98,8 +85,8 @@ SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER
 
 
 # Run last: they follow the real T3 plays that CI's background player is still making
-# (tests/t3/plays.py); at the end of the session nothing waits for it.
-LAST = ("tests/t3/test_real_server.py",)
+# (tests/support/t3/plays.py); at the end of the session nothing waits for it.
+LAST = ("tests/connectors/t3code/test_real_server.py",)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -121,10 +108,6 @@ def pytest_sessionfinish(session, exitstatus):
             session.exitstatus = 1
 
 
-def load_scenario(path) -> dict:
-    return json.loads(Path(path).read_text())
-
-
 @pytest.fixture
 def source(db):
     source, token = do_create_source("orchestrator", scopes="ingest,read,act")
@@ -137,11 +120,11 @@ def user(db, django_user_model):
     return django_user_model.objects.create_user("op", password="pw-for-tests")
 
 
-# The outbound guard's tests (tests/outbound.py): every connect recorded, and the
+# The outbound guard's tests (tests/support/outbound.py): every connect recorded, and the
 # setting that lets Supervisor send to loopback and private addresses, each way.
 @pytest.fixture
 def connects(monkeypatch):
-    from tests.outbound import Connects
+    from tests.support.outbound import Connects
 
     return Connects(monkeypatch)
 
@@ -154,3 +137,45 @@ def allow_private(settings):
 @pytest.fixture
 def refuse_private(settings):
     settings.SUPERVISOR_OUTBOUND_ALLOW_PRIVATE = False
+
+
+@pytest.fixture
+def silent_source(source):
+    """An open source_silent flag and a delegation_rejected flag on a thread."""
+    silent = do_open_flag(
+        source.namespace_id,
+        Finding(
+            "source_silent",
+            "source",
+            source.name,
+            {"events": [], "text": f"Source {source.name} has sent nothing since 09:00."},
+        ),
+        datetime.fromisoformat("2026-11-05T23:00:00+00:00"),
+    )
+    on_thread = do_open_flag(
+        source.namespace_id,
+        Finding(
+            "delegation_rejected",
+            "thread",
+            "thread:lead",
+            {"events": ["x1"], "text": "1 delegation(s) on this thread were refused."},
+        ),
+        datetime.fromisoformat("2026-11-05T23:01:00+00:00"),
+    )
+    return silent, on_thread
+
+
+@pytest.fixture
+def tasks(source):
+    make_tasks(source, 50)
+    return source
+
+
+@pytest.fixture
+def two_channels(db):
+    """Two channels, each with a route for every flag (30 s window)."""
+    first = Channel.objects.create(name="ops-json", kind="apprise", target="json://127.0.0.1:9/x")
+    second = Channel.objects.create(name="ops-ntfy", kind="apprise", target="ntfy://127.0.0.1:9/t")
+    for channel in (first, second):
+        Route.objects.create(channel=channel, group_window=30)
+    return first, second

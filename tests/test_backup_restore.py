@@ -26,8 +26,8 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, DeadLetter, Flag, Task
 from supervisor.jobs import operator_actions
 from supervisor.notify.models import Channel, FlagAlert, Route
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.receiver import Receiver
+from tests.support.receiver import Receiver
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
@@ -59,8 +59,8 @@ from supervisor.core.flags.writers import do_acknowledge_flag
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, DeadLetter, IngestedEvent, Source, Task
 from supervisor.core import clock
-from tests.factories import task_events
-from tests.conftest import load_scenario
+from tests.support.factories import task_events
+from tests.support.scenarios import load_scenario
 source = Source.objects.get(name="t3")
 before = {m.__name__: m.objects.aggregate(top=Max("pk"))["top"] or 0
           for m in (IngestedEvent, Change, DeadLetter, Task)}
@@ -76,7 +76,7 @@ print(json.dumps({"old": old.as_response(), "new": new.as_response(), "after": a
 # The SQLite test's filling, in a subprocess: `fill` below with a receiver of its own.
 FILL = """
 import json
-from tests.receiver import Receiver
+from tests.support.receiver import Receiver
 from tests.test_backup_restore import SECRET, fill
 with Receiver(secret=SECRET) as receiver:
     token, task = fill(receiver)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONTRACT_SCENARIOS, ROOT
+from tests.support.scenarios import CONTRACT_SCENARIOS, ROOT
 
 SHARED = ROOT.parent / "shared"
 # Below this line, the project's copy of the contract is the original word for word.

@@ -16,9 +16,9 @@ from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Flag, Source, Task
 from supervisor.ops import startup
-from tests.factories import make_tasks
-from tests.make_run import PASSWORD_LINE, make_run
-from tests.workers import wait_for
+from tests.support.factories import make_tasks
+from tests.support.make_run import PASSWORD_LINE, make_run
+from tests.support.workers import wait_for
 
 SWEEP_EVERY = settings.SUPERVISOR_SWEEP_INTERVAL  # seconds; the run's own settings
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.scenarios import ROOT
 
 README = (ROOT / "README.md").read_text()
 MAKEFILE = (ROOT / "Makefile").read_text()

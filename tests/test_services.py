@@ -13,7 +13,7 @@ from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import IngestedEvent, Namespace, Run, Source, Task, Thread
-from tests.factories import task_events
+from tests.support.factories import task_events
 
 pytestmark = pytest.mark.services
 

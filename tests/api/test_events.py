@@ -6,7 +6,7 @@ import pytest
 
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import DeadLetter, IngestedEvent, Run, Task, TaskReport
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 
 URL = "/api/v1/events"
 

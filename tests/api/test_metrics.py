@@ -15,7 +15,7 @@ from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import DeadLetter, Source, Task, Thread
 from supervisor.core.queries.metrics import FLAG_KINDS
-from tests.factories import make_tasks
+from tests.support.factories import make_tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LATEST_TEXT, SCHEMES, VIEWPORT, log_in, seed, wait_for_socket
+from tests.support.browser import LATEST_TEXT, SCHEMES, VIEWPORT, log_in, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import SCHEMES, log_in, page_paths, seed, wait_for_socket
+from tests.support.browser import SCHEMES, log_in, page_paths, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,10 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Action, Task
-from tests.receiver import Receiver
-from tests.workers import wait_for
-
-from .conftest import LATEST_TEXT, RETRY_PORT, log_in, open_kinds, seed, wait_for_socket
+from tests.support.browser import LATEST_TEXT, RETRY_PORT, log_in, open_kinds, seed, wait_for_socket
+from tests.support.receiver import Receiver
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

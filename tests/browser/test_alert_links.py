@@ -9,10 +9,9 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import Flag
 from supervisor.notify.models import Channel, Route
-from tests.notify.receivers import HttpReceiver
-from tests.workers import wait_for
-
-from .conftest import RETRY_PORT, log_in, seed
+from tests.support.alert_receivers import HttpReceiver
+from tests.support.browser import RETRY_PORT, log_in, seed
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import PASSWORD, SCHEMES, log_in
+from tests.support.browser import PASSWORD, SCHEMES, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,7 @@ from playwright.sync_api import expect
 
 from supervisor.core.access.roles import OPERATOR, VIEWER, do_set_role
 from supervisor.core.models import Task
-
-from .conftest import PASSWORD, log_in, seed, wait_for_socket
+from tests.support.browser import PASSWORD, log_in, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

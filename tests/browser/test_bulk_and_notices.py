@@ -12,10 +12,9 @@ from playwright.sync_api import expect
 from supervisor.core import clock
 from supervisor.core.flags.writers import awaiting_attention
 from supervisor.core.models import Flag
-from tests.factories import task_events
-from tests.workers import wait_for
-
-from .conftest import EXPECTED_OPEN, SEED000, log_in, open_kinds, seed, wait_for_socket
+from tests.support.browser import EXPECTED_OPEN, SEED000, log_in, open_kinds, seed, wait_for_socket
+from tests.support.factories import task_events
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import log_in, seed
+from tests.support.browser import log_in, seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import log_in, page_paths, seed, wait_for_socket
+from tests.support.browser import log_in, page_paths, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

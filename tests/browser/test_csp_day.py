@@ -7,9 +7,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.receiver import Receiver
-
-from .conftest import LATEST_TEXT, PASSWORD, page_paths, seed, wait_for_socket
+from tests.support.browser import LATEST_TEXT, PASSWORD, page_paths, seed, wait_for_socket
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

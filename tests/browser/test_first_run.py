@@ -11,9 +11,8 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from tests.make_run import ROOT, make_run
-
-from .conftest import INIT_SCRIPT, VIEWPORT, wait_for_socket
+from tests.support.browser import INIT_SCRIPT, VIEWPORT, wait_for_socket
+from tests.support.make_run import ROOT, make_run
 
 SEED = 7  # any seed works; a fixed one makes a failure repeatable
 STALE_WAIT = 300  # seconds: the demo promises every kind of flag within five minutes

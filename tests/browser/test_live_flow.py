@@ -12,9 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Flag
-from tests.workers import wait_for
-
-from .conftest import (
+from tests.support.browser import (
     EXPECTED_OPEN,
     GIVEN_TEXT,
     LATEST_TEXT,
@@ -24,6 +22,7 @@ from .conftest import (
     open_kinds,
     wait_for_socket,
 )
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,11 +9,10 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Flag, Task
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.receiver import Receiver
-from tests.workers import wait_for
-
-from .conftest import log_in, wait_for_socket
+from tests.support.browser import log_in, wait_for_socket
+from tests.support.receiver import Receiver
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

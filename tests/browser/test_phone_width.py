@@ -9,9 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Flag, Task, Thread
-from tests.workers import wait_for
-
-from .conftest import (
+from tests.support.browser import (
     EXPECTED_OPEN,
     GIVEN_TEXT,
     LATEST_TEXT,
@@ -22,6 +20,7 @@ from .conftest import (
     open_kinds,
     page_paths,
 )
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,10 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import DeadLetter
-from tests.web.test_nav import failures
-from tests.web.test_thread_runs import child_thread_story
-
-from .conftest import log_in
+from tests.support.browser import log_in
+from tests.web.test_context_processors import failures
+from tests.web.test_views_thread_runs import child_thread_story
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,8 +10,7 @@ from playwright.sync_api import expect
 
 from supervisor.core import clock
 from supervisor.core.models import Flag
-
-from .conftest import RETRY_PORT, log_in, seed, wait_for_socket
+from tests.support.browser import RETRY_PORT, log_in, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

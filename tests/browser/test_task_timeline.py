@@ -6,9 +6,8 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import Task
 from supervisor.web.page_data import TIMELINE_PAGE
-from tests.factories import at, task_events
-
-from .conftest import log_in, wait_for_socket
+from tests.support.browser import log_in, wait_for_socket
+from tests.support.factories import at, task_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Flag
-
-from .conftest import log_in, seed, wait_for_socket
+from tests.support.browser import log_in, seed, wait_for_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,10 +10,9 @@ from playwright.sync_api import expect
 
 from supervisor.core.flags.kinds import CRITICAL, severity_of
 from supervisor.core.models import Flag
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.workers import wait_for
-
-from .conftest import VIEWPORT, log_in, seed
+from tests.support.browser import VIEWPORT, log_in, seed
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 """The outbound guard itself (supervisor/core/outbound.py): which addresses it refuses
 in which spelling, and that while a send is guarded every look-up and every socket is
 checked before anything leaves. Nothing is sent off loopback: refusals are checked on
-loopback sockets with loopback refused, or before any connect (tests/outbound.py)."""
+loopback sockets with loopback refused, or before any connect (tests/support/outbound.py)."""
 
 import concurrent.futures
 import contextvars
@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from supervisor.core import outbound
-from tests.outbound import Connects, Names
+from tests.support.outbound import Connects, Names
 
 
 @pytest.mark.parametrize(

@@ -34,9 +34,9 @@ from supervisor.jobs.retention import prune_old_rows
 from supervisor.live.notes import latest_change_id, notes_after
 from supervisor.notify.models import Channel, FlagAlert, Notification, Route
 from supervisor.web.audit_views import audit_changes
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.factories import make_tasks
-from tests.web.cast import ADMIN, login_as
+from tests.support.cast import ADMIN, login_as
+from tests.support.factories import make_tasks
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 
 NOW = datetime(2027, 6, 1, 12, 0, tzinfo=UTC)
 DAYS = {"events": 30, "flags": 90, "actions": 90, "notifications": 30, "changes": 365}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .services import Postgres, Redis, Stack, clean_env, manage, missing_tools
+from tests.support.faults.services import Postgres, Redis, Stack, clean_env, manage, missing_tools
 
 TEMPLATE = "faults_template"
 

@@ -9,10 +9,15 @@ import socket
 import threading
 import time
 
-from tests.receiver import Receiver
-
-from .services import free_port, wait_for
-from .test_workers_killed import SECRET, SEED000, action_row, post_events, request_delivery
+from tests.faults.test_workers_killed import (
+    SECRET,
+    SEED000,
+    action_row,
+    post_events,
+    request_delivery,
+)
+from tests.support.faults.services import free_port, wait_for
+from tests.support.receiver import Receiver
 
 RETRIES = {"SUPERVISOR_ACTION_BACKOFF": "1", "SUPERVISOR_ACTION_ATTEMPTS": "3"}
 

@@ -11,9 +11,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .clients import Ingest, login
-from .expect import batches, expected_flags, history, settle, stored_once
-from .services import wait_for
+from tests.support.faults.clients import Ingest, login
+from tests.support.faults.expect import batches, expected_flags, history, settle, stored_once
+from tests.support.faults.services import wait_for
 
 DOWN_FOR = 3.0  # seconds each server stays down
 CLIENTS = 3

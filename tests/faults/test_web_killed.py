@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from .clients import Ingest
-from .expect import batches, expected_flags, history, settle, stored_once
+from tests.support.faults.clients import Ingest
+from tests.support.faults.expect import batches, expected_flags, history, settle, stored_once
 
 KILLS = 3
 

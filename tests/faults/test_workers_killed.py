@@ -8,10 +8,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.receiver import Receiver
-
-from .services import wait_for
+from tests.support.faults.services import wait_for
+from tests.support.receiver import Receiver
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
@@ -41,7 +40,7 @@ def test_worker_killed_inside_the_evaluation_transaction(stack, figures, tmp_pat
     paused = tmp_path / "paused"
     worker = stack.start_worker(
         "--include",
-        "tests.faults.evaluation_pause",
+        "tests.support.faults.evaluation_pause",
         env={"SUPERVISOR_TEST_PAUSE_FILE": str(paused)},
     )
     answer = post_events(stack, token, SEED000["events"])
@@ -126,7 +125,9 @@ def test_worker_killed_mid_action(stack, figures, tmp_path, point):
             wait_for(lambda: stack.backlog() == 0, what="the seed to be evaluated")
             stack.kill(stack.procs["worker-1"])
             worker = stack.start_worker(
-                "--include", "tests.action_pause", env={"SUPERVISOR_TEST_PAUSE_FILE": str(paused)}
+                "--include",
+                "tests.support.action_pause",
+                env={"SUPERVISOR_TEST_PAUSE_FILE": str(paused)},
             )
         else:
             worker = stack.procs["worker-1"]

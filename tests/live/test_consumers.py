@@ -14,8 +14,8 @@ from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change, Task
 from supervisor.jobs.evaluation import evaluate_touched
-from tests.conftest import CONTRACT_SCENARIOS, load_scenario
-from tests.workers import celery_worker, purge_broker
+from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
+from tests.support.workers import celery_worker, purge_broker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

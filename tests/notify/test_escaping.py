@@ -18,9 +18,9 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Channel, Notification, Route
-from tests.factories import task_events
-from tests.notify.conftest import T0, open_flag
-from tests.notify.receivers import HttpReceiver, SmtpReceiver
+from tests.support.alert_receivers import HttpReceiver, SmtpReceiver
+from tests.support.alerts import T0, open_flag
+from tests.support.factories import task_events
 
 TITLE = 'Fix <a href="http://evil.example/t">login</a>'
 RESULT = (

@@ -7,7 +7,7 @@ import time_machine
 from supervisor.core.flags.writers import do_acknowledge_flag, do_snooze_flag
 from supervisor.jobs.notifications import sweep
 from supervisor.notify.models import Channel, Notification, Route
-from tests.notify.conftest import T0, open_flag
+from tests.support.alerts import T0, open_flag
 
 
 def kinds():

@@ -5,7 +5,7 @@ from datetime import time, timedelta
 from supervisor.core.flags.writers import do_resolve_flag
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import FlagAlert, Notification, Route
-from tests.notify.conftest import T0, open_flag
+from tests.support.alerts import T0, open_flag
 
 
 def test_a_burst_of_50_flags_in_10_s_is_one_message_per_channel(tasks, two_channels):

@@ -17,9 +17,9 @@ from supervisor.notify.grouping import close_windows
 from supervisor.notify.headers import header_text
 from supervisor.notify.models import Channel, Notification, Route
 from supervisor.notify.senders import send
-from tests.factories import task_events
-from tests.notify.conftest import T0, open_flag
-from tests.notify.receivers import HttpReceiver, SmtpReceiver
+from tests.support.alert_receivers import HttpReceiver, SmtpReceiver
+from tests.support.alerts import T0, open_flag
+from tests.support.factories import task_events
 
 # What an agent may put in a title (the contract refuses NUL and lone surrogates, which
 # the database cannot hold; those are checked at the sender below).

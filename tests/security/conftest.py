@@ -14,13 +14,12 @@ from supervisor.core.models import DeadLetter, Flag, SavedView, Task, Thread
 from supervisor.core.triage.silences import do_create_silence
 from supervisor.notify.content import link_token
 from supervisor.notify.models import Channel, Notification, Route
-from tests.factories import BASE, at, make_tasks
-from tests.web.cast import make_user
-from tests.web.conftest import silent_source  # noqa: F401  (a fixture)
+from tests.support.cast import make_user
+from tests.support.factories import BASE, at, make_tasks
 
 
 @pytest.fixture
-def walk_objects(source, silent_source):  # noqa: F811
+def walk_objects(source, silent_source):
     make_tasks(source, 1)
     # A run of the child under way: a finished task with nothing to stop is refused cancel.
     apply_events(source, [

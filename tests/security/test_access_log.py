@@ -17,9 +17,9 @@ from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.notify.content import link_token
 from supervisor.ops.processes import web_command
-from tests import workers
-from tests.factories import make_tasks
-from tests.workers import ROOT, wait_for
+from tests.support import workers
+from tests.support.factories import make_tasks
+from tests.support.workers import ROOT, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.cast import ADMIN, login_as
+from tests.support.cast import ADMIN, login_as
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,8 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from tests.web.cast import ADMIN, login_as
-
-from .walk import MATRIX, route_of, send
+from tests.support.cast import ADMIN, login_as
+from tests.support.walk import MATRIX, route_of, send
 
 pytestmark = pytest.mark.django_db
 

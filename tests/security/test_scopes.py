@@ -16,9 +16,8 @@ from supervisor.core.access.sources import do_create_source
 from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Task
-from tests.factories import BASE, make_tasks
-
-from .walk import MATRIX, TOKEN, patterns, public_route, send
+from tests.support.factories import BASE, make_tasks
+from tests.support.walk import MATRIX, TOKEN, patterns, public_route, send
 
 SCOPE_SETS = [("ingest",), ("read",), ("act",), ("metrics",), ("read", "act")]
 # The walk's row for each operation that takes a token: its request, and the answer a

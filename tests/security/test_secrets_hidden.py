@@ -17,10 +17,9 @@ from supervisor.core.models import Action, Change, Source, Task
 from supervisor.jobs.notifications import send_notification
 from supervisor.jobs.operator_actions import perform_action
 from supervisor.notify.models import Channel, Notification
-from tests.factories import make_tasks
-from tests.web.cast import ADMIN, login_as
-
-from .walk import MATRIX
+from tests.support.cast import ADMIN, login_as
+from tests.support.factories import make_tasks
+from tests.support.walk import MATRIX
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,8 @@ import re
 import pytest
 from django.test import Client
 
-from tests.web.cast import ADMIN, login_as
-
-from .walk import MATRIX, patterns
+from tests.support.cast import ADMIN, login_as
+from tests.support.walk import MATRIX, patterns
 
 pytestmark = pytest.mark.django_db
 

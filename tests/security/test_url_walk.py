@@ -7,9 +7,8 @@ from django.db import transaction
 from django.test import Client
 from django.urls import resolve
 
-from tests.web.cast import login_as
-
-from .walk import (
+from tests.support.cast import login_as
+from tests.support.walk import (
     ADMIN,
     ANONYMOUS,
     CALLERS,

@@ -6,7 +6,7 @@ import pytest
 
 from supervisor.core.models import Flag, Task, Thread
 from supervisor.web import fragments
-from tests.factories import make_tasks
+from tests.support.factories import make_tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from supervisor.core.flags.events import LIMIT
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from tests.factories import at, task_events
+from tests.support.factories import at, task_events
 
 pytestmark = pytest.mark.django_db
 

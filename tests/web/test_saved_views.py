@@ -6,7 +6,7 @@ import pytest
 from supervisor.core import clock
 from supervisor.core.models import SavedView
 from supervisor.core.queries.saved_views import SavedViewError, do_save_view
-from tests.web.cast import OPERATOR, VIEWER, login_as, make_user
+from tests.support.cast import OPERATOR, VIEWER, login_as, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,7 @@ import pytest
 
 from supervisor.core.rules import account_limit as rule
 from supervisor.core.rules import transient_failure
-
-from ..snapshots import SETTINGS, T0, TASK, at, report, run, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, T0, TASK, at, report, run, snapshot, subjects, task
 
 NOW = at(3600)
 

@@ -2,8 +2,7 @@
 
 from supervisor.core.rules import cancel_not_propagated as rule
 from supervisor.core.rules import left_by_restart
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     SETTINGS,
     TASK,

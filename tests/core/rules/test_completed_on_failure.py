@@ -5,8 +5,7 @@ from dataclasses import replace
 import pytest
 
 from supervisor.core.rules import completed_on_failure as rule
-
-from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task, wake
+from tests.support.snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task, wake
 
 NOW = at(3600)
 TEXT = "Ported the client to the v2 API."

@@ -8,8 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from supervisor.core.rules import delegation_never_started as rule
-
-from ..snapshots import PARENT, SETTINGS, at, rejection, request, snapshot, subjects, task
+from tests.support.snapshots import (
+    PARENT,
+    SETTINGS,
+    at,
+    rejection,
+    request,
+    snapshot,
+    subjects,
+    task,
+)
 
 LATE = at(SETTINGS.spawn_timeout + 10)
 

@@ -1,8 +1,7 @@
 """delegation_rejected: a thread's delegation was refused (contract §5)."""
 
 from supervisor.core.rules import delegation_rejected as rule
-
-from ..snapshots import PARENT, SETTINGS, at, rejection, snapshot, subjects
+from tests.support.snapshots import PARENT, SETTINGS, at, rejection, snapshot, subjects
 
 NOW = at(3600)
 

@@ -1,8 +1,7 @@
 """dispatch_lag: delegated well after the parent emitted the call (contract §5)."""
 
 from supervisor.core.rules import dispatch_lag as rule
-
-from ..snapshots import SETTINGS, TASK, at, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, TASK, at, snapshot, subjects, task
 
 NOW = at(3600)
 LAG = SETTINGS.dispatch_lag

@@ -1,8 +1,7 @@
 """duplicate_delegation: the same work delegated again while the first child went on (§5)."""
 
 from supervisor.core.rules import duplicate_delegation as rule
-
-from ..snapshots import SETTINGS, at, run, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, at, run, snapshot, subjects, task
 
 NOW = at(7200)
 TITLE = "smart-loop round 1: review"

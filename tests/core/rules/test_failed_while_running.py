@@ -1,8 +1,7 @@
 """failed_while_running: reported failed while the child went on (contract §5)."""
 
 from supervisor.core.rules import failed_while_running as rule
-
-from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task
 
 NOW = at(3600)
 

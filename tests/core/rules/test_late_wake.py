@@ -1,8 +1,7 @@
 """late_wake: a task wake to the parent was not delivered in time (contract §5)."""
 
 from supervisor.core.rules import late_wake as rule
-
-from ..snapshots import PARENT, SETTINGS, TASK, at, snapshot, task, wake
+from tests.support.snapshots import PARENT, SETTINGS, TASK, at, snapshot, task, wake
 
 TIMEOUT = SETTINGS.wake_timeout
 QUEUED = 100

@@ -2,8 +2,7 @@
 still says it is under way (contract extension, issue 18)."""
 
 from supervisor.core.rules import left_by_restart as rule
-
-from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task
 
 
 def cut(**more):

@@ -2,8 +2,7 @@
 parent nor the parent of a follow-up of it, and the parent lacks the result (issue 31)."""
 
 from supervisor.core.rules import misrouted_wake as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     PARENT,
     SETTINGS,

@@ -2,8 +2,18 @@
 parent, while no run of the parent is under way (contract extension, issue 18)."""
 
 from supervisor.core.rules import never_delivered as rule
-
-from ..snapshots import PARENT, SETTINGS, TASK, at, report, run, snapshot, subjects, task, wake
+from tests.support.snapshots import (
+    PARENT,
+    SETTINGS,
+    TASK,
+    at,
+    report,
+    run,
+    snapshot,
+    subjects,
+    task,
+    wake,
+)
 
 GRACE = SETTINGS.delivery_grace
 DONE = 100  # the report turned terminal

@@ -1,8 +1,17 @@
 """orphan_wake: a task wake names a task that is not known (contract §5)."""
 
 from supervisor.core.rules import orphan_wake as rule
-
-from ..snapshots import CHILD, PARENT, SETTINGS, TASK, at, snapshot, task, unknown_task, wake
+from tests.support.snapshots import (
+    CHILD,
+    PARENT,
+    SETTINGS,
+    TASK,
+    at,
+    snapshot,
+    task,
+    unknown_task,
+    wake,
+)
 
 GRACE = SETTINGS.orphan_grace
 

@@ -1,8 +1,7 @@
 """premature_completion: reported done while the child still owes work (contract §5)."""
 
 from supervisor.core.rules import premature_completion as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     SETTINGS,
     TASK,

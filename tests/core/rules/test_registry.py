@@ -1,8 +1,17 @@
 """The rule registry: every kind runs, and time-based kinds say when they next change."""
 
 from supervisor.core.rules import RULES, due_times, run_rules
-
-from ..snapshots import SETTINGS, TASK, at, report, run, snapshot, task, unknown_task, wake
+from tests.support.snapshots import (
+    SETTINGS,
+    TASK,
+    at,
+    report,
+    run,
+    snapshot,
+    task,
+    unknown_task,
+    wake,
+)
 
 KINDS = {
     "premature_completion",

@@ -2,8 +2,7 @@
 happens on its thread for stuck_after (issue 31)."""
 
 from supervisor.core.rules import silent_background_item as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     PARENT,
     SETTINGS,

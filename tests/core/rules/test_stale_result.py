@@ -1,8 +1,7 @@
 """stale_result: the parent was handed a text that is not the latest result (contract §5)."""
 
 from supervisor.core.rules import stale_result as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     SETTINGS,
     TASK,

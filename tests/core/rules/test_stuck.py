@@ -1,8 +1,7 @@
 """stuck: an unfinished task whose owned work went quiet, or whose child never woke (§5)."""
 
 from supervisor.core.rules import stuck as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     CHILD,
     SETTINGS,
     TASK,

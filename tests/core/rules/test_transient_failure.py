@@ -3,8 +3,7 @@
 import pytest
 
 from supervisor.core.rules import transient_failure as rule
-
-from ..snapshots import SETTINGS, TASK, at, report, snapshot, subjects, task
+from tests.support.snapshots import SETTINGS, TASK, at, report, snapshot, subjects, task
 
 NOW = at(3600)
 

@@ -1,8 +1,7 @@
 """undelivered_result: a later owned run's result did not reach the parent in time (§5)."""
 
 from supervisor.core.rules import undelivered_result as rule
-
-from ..snapshots import (
+from tests.support.snapshots import (
     SETTINGS,
     TASK,
     at,
