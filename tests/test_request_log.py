@@ -1,5 +1,5 @@
 """`make run`'s log stays readable: an ordinary 403 is one line, not a traceback, and
-beat sends no T3 follow job while no T3 source exists (issue 19, point 8)."""
+beat sends no T3 follow job while no T3 source exists."""
 
 import io
 import logging

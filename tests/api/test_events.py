@@ -310,7 +310,7 @@ def requested(event_id="q1", **data):
     ],
 )
 def test_a_broken_task_request_is_rejected_naming_its_field(client, source, data, message):
-    # issue 31: task.requested is validated as the other types are.
+    # task.requested is validated as the other types are.
     body = post(client, source.token, {"events": [requested(**data)]}).json()
     assert body["accepted"] == 0
     assert message in body["rejected"][0]["error"], body
@@ -334,7 +334,7 @@ def test_a_task_request_is_kept_once_whatever_is_sent_again(client, source):
     [("usage_limit", 1), ("a_class_of_a_newer_build", 1), ("", 0), ("x" * 41, 0), (7, 0)],
 )
 def test_failure_class_is_an_optional_name_kept_as_sent(client, source, value, accepted):
-    """A compatible extension (issue 31): any short name is taken, as sent."""
+    """A compatible extension: any short name is taken, as sent."""
     event = finished(status="failed")
     event["data"]["failure_class"] = value
     assert post(client, source.token, {"events": [event]}).json()["accepted"] == accepted

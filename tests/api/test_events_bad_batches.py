@@ -1,4 +1,4 @@
-"""Hostile event batches (issue 11): valid events mixed with huge strings, odd JSON,
+"""Hostile event batches: valid events mixed with huge strings, odd JSON,
 invalid UTF-8, lone surrogates and NUL, impossible timestamps and times outside the
 window, unknown types and ids of every character class, sent over HTTP as JSON and NDJSON.
 

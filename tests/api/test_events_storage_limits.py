@@ -1,4 +1,4 @@
-"""What storage holds (issue 39): every text the contract accepts is stored whole, and
+"""What storage holds: every text the contract accepts is stored whole, and
 an index over a text that may run past PostgreSQL's btree limit (about 2,700 bytes a
 row, after compression) is built on a hash of it. A text the contract refuses is a
 dead letter naming its field; the rest of its batch is accepted, never a 503.

@@ -81,7 +81,7 @@ def replayed(source, name):
 
 
 def test_task_detail_says_what_reached_the_parent_as_the_flags_do(client, source):
-    # Issue 30: one reading for the page, the API and the flags. The orchestrator hands
+    # One reading for the page, the API and the flags. The orchestrator hands
     # results by wake only, and none was delivered: its report's text did not reach.
     scenario = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "never-delivered"))
     apply_events(source, scenario["events"])
@@ -186,7 +186,7 @@ def test_the_openapi_document_lists_the_contract_paths(client):
 
 
 def test_task_detail_gives_the_failure_class_of_reports_and_runs(client, source):
-    # Issue 31: the optional failure_class, as sent, on the report and on its run.
+    # The optional failure_class, as sent, on the report and on its run.
     scenario = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "account-limit"))
     apply_events(source, scenario["events"])
     body = get(client, f"/api/v1/tasks/{quote('task:al-usage', safe='')}", source.token).json()

@@ -1,4 +1,4 @@
-"""An alert's links open the server that sent it, in a real browser (issue 30, point 6):
+"""An alert's links open the server that sent it, in a real browser:
 the worker sends an alert to a receiver on loopback, and its task link and its
 acknowledge link open this server's pages (they named 127.0.0.1:8000 whatever the port)."""
 

@@ -1,5 +1,5 @@
 """A bulk acknowledge returns to the list the operator came from, its filters shown in
-the form and its tasks listed (issue 30, point 5: it ended on `/tasks/?flag=14&state=open`,
+the form and its tasks listed (it ended on `/tasks/?flag=14&state=open`,
 "No task matches these filters", the filter nowhere in the form)."""
 
 import re

@@ -1,4 +1,4 @@
-"""Issue 30, point 3, in a real browser: an operator continues a task left by a restart
+"""In a real browser, an operator continues a task left by a restart
 (stuck) from its page; a real worker sends the continue to a webhook receiver on
 loopback; the orchestrator's run for it names the continue's manual wake, so the task
 owns it; the page then shows, live, what the continued run did and what is left to do

@@ -1,4 +1,4 @@
-"""Issue 31's kinds in a real browser: each sick scenario, moved to end now, opens its
+"""The failure kinds in a real browser: each sick scenario, moved to end now, opens its
 flag through the worker; each flag's page says what it means and what to do, has no
 serious accessibility violation in light or dark, and fits 390 px. An account limit
 whose text names its reset is snoozed until then in one step."""

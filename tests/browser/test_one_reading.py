@@ -1,4 +1,4 @@
-"""One reading of what the parent holds (issue 30, points 1 and 2), in a real browser:
+"""One reading of what the parent holds, in a real browser:
 on a task flagged "Result never delivered" both panels say the result has not reached the
 parent, as the flag does; after an operator delivers the child's later run by hand, "the
 latest result" is that run, it has reached the parent, and the only "What changed" is

@@ -1,4 +1,4 @@
-"""An operator's day, after an action (issue 19, points 3 and 4), in a real browser: the
+"""An operator's day, after an action, in a real browser: the
 transient-failure task ends with the parent holding the child's real answer in two
 clicks, its flags resolved saying by whom; a finished task never has Cancel as its main
 action."""

@@ -1,6 +1,6 @@
 """Every page fits a phone (390 px) with the texts agents really write: long paths,
-URLs and log lines in the results, the diff between them, and the audit (issue 30,
-point 7: the task page was 474 px wide, its "given / latest" cards and diff clipped)."""
+URLs and log lines in the results, the diff between them, and the audit (the task
+page was 474 px wide, its "given / latest" cards and diff clipped)."""
 
 import copy
 import json

@@ -1,5 +1,5 @@
 """Snoozes and acknowledgements taken back, and a snooze until a chosen time, in a real
-browser (issue 30, build point 4): the chosen time is typed in the snooze's disclosure,
+browser: the chosen time is typed in the snooze's disclosure,
 and a flag card's own forms take each back."""
 
 import re

@@ -1,4 +1,4 @@
-"""The worst problem first (issue 30, point 4): at 1280×800 the overview shows the
+"""The worst problem first: at 1280×800 the overview shows the
 critical tasks above the fold, before the warnings on threads; "By kind" lists the
 critical kinds first; and its counts agree with each other."""
 

@@ -1,4 +1,4 @@
-"""Storage holds what Supervisor accepts (issue 39), one rule for every stored text:
+"""Storage holds what Supervisor accepts, one rule for every stored text:
 an index or a unique constraint covers a text only where the text's bound keeps its
 row within PostgreSQL's btree limit (2,704 bytes, 4 bytes a character at worst);
 a text without such a bound is indexed by its hash (Task.title_hash). A bounded column

@@ -429,7 +429,7 @@ def test_a_pruned_resolved_flag_is_not_reopened_by_its_events_sent_again(source)
 
 
 def test_a_pruned_task_request_sent_again_is_still_a_duplicate(source):
-    # issue 31: requests are kept per event, as reports are; past the events' retention
+    # Requests are kept per event, as reports are; past the events' retention
     # a resend is still a duplicate and no second row or flag comes of it.
     request = {
         "id": "q1",

@@ -58,7 +58,7 @@ def refused(error):
     return wrapper
 
 
-# What the server refuses however often it is sent (issue 39: psycopg files class 54,
+# What the server refuses however often it is sent (psycopg files class 54,
 # an index row past the btree limit, under OperationalError).
 REFUSED = [
     psycopg.errors.ProgramLimitExceeded(

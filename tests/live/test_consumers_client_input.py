@@ -1,6 +1,6 @@
 """What the live socket reads from the client: ids within the database's bigint, or the
 socket is closed with 4400; never a traceback in the log. A bad id in the query is
-closed after the handshake (issue 39): refused at the handshake, as it was, a browser
+closed after the handshake: refused at the handshake, as it was, a browser
 gets an HTTP 403 and sees no close code at all."""
 
 import json

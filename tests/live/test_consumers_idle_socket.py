@@ -3,7 +3,7 @@ and closes only for a reason, with that reason's code.
 
 On the Redis channel layer a socket reads its channel with BZPOPMIN, 5 s at a time;
 redis-py's own read timeout was 5 s as well, so an idle socket raced the two and was
-closed with 1011 every 10 to 30 s, a traceback each time (issue 29).
+closed with 1011 every 10 to 30 s, a traceback each time.
 """
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Issue 39: an agent's text (a task's title, a child's result) cannot start a line of
+"""An agent's text (a task's title, a child's result) cannot start a line of
 its own in an alert, so it cannot forge the lines Supervisor writes (`Task:`, the
 acknowledge link, the `ref:` key). Line breaks of every kind and the characters that
 reorder or hide text were kept in alert bodies: a title could add a `Task:` line

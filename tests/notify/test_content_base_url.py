@@ -1,5 +1,5 @@
 """An alert's links point at the server that sent it: without SUPERVISOR_BASE_URL they
-take the web server's own HOST and PORT (issue 30, point 6)."""
+take the web server's own HOST and PORT."""
 
 import os
 import subprocess

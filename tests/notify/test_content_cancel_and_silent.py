@@ -1,4 +1,4 @@
-"""Issue 31: a cancel that did not stop the work and a silent background item each send
+"""A cancel that did not stop the work and a silent background item each send
 an alert, in the catalogue's words, once their flag opens from the scenario's events."""
 
 import json

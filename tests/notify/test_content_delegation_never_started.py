@@ -1,4 +1,4 @@
-"""An alert goes out for a delegation that never started (issue 31): a warning about
+"""An alert goes out for a delegation that never started: a warning about
 the parent thread, with the kind's title, meaning and advice."""
 
 from datetime import timedelta

@@ -1,6 +1,6 @@
-"""Issue 31's kinds alert like the others: the severity from the catalogue, the title,
-the evidence and the advice (a success hiding a failure is critical, an account limit a
-warning)."""
+"""The failure kinds (completed_on_failure, account_limit) alert like the others: the
+severity from the catalogue, the title, the evidence and the advice (a success hiding a
+failure is critical, an account limit a warning)."""
 
 import json
 from datetime import datetime, timedelta

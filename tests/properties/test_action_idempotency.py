@@ -1,4 +1,4 @@
-"""Every action path is idempotent (issue 39): the web forms and the API, one task and
+"""Every action path is idempotent: the web forms and the API, one task and
 bulk, with and without an Idempotency-Key. A confirmation of a preview sent again, in
 sequence or in parallel, is the same request: it sends nothing new. A real receiver on
 loopback counts what reaches it; a real Celery worker sends."""

@@ -1,4 +1,4 @@
-"""Issue 30, point 3: a flag's evidence names runs as the task page does ("run 2", by
+"""A flag's evidence names runs as the task page does ("run 2", by
 ordinal), never by the orchestrator's raw id: the page said "run 2" where the evidence of
 `failed_while_running` said `thread:…#2`. Checked over every scenario at its end."""
 

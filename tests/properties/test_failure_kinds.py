@@ -1,4 +1,5 @@
-"""Properties of issue 31's kinds over generated histories: an account limit and a
+"""Properties of the failure kinds (account_limit, transient_failure,
+completed_on_failure) over generated histories: an account limit and a
 passing fault never open together (their advice is contrary), a reset is never before
 the failure it ends, and a success hiding a failure opens exactly when the brief says."""
 

@@ -1,5 +1,5 @@
 """The task page never says a result reached the parent where an open delivery flag says
-it did not, and the reverse (issue 30, point 1): over every scenario, in file order,
+it did not, and the reverse: over every scenario, in file order,
 reversed, and over fuzzed histories (shuffled arrivals cut short, with repeats)."""
 
 import re

@@ -23,7 +23,7 @@ from supervisor.core.models import (
 from tests.support.scenarios import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
 SCENARIOS = {path.stem: load_scenario(path)["events"] for path in CONTRACT_SCENARIOS}
-# The contract's scenarios send no task.requested (issue 31): the own ones that do.
+# The contract's scenarios send no task.requested: the own ones that do.
 OWN = {path.stem: load_scenario(path)["events"] for path in OWN_SCENARIOS}
 SCENARIOS |= {
     name: events

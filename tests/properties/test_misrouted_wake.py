@@ -1,4 +1,4 @@
-"""misrouted_wake over generated histories of one task's wakes (issue 31): wakes to the
+"""misrouted_wake over generated histories of one task's wakes: wakes to the
 parent or a follow-up's parent never open it; once open it stays open as time passes,
 and the result reaching the parent, or a follow-up under each thread a wake went to,
 closes it; its due time is when it opens; the order the snapshot holds views in does

@@ -1,4 +1,4 @@
-"""schemathesis against the served OpenAPI document (issue 11): every operation answers
+"""schemathesis against the served OpenAPI document: every operation answers
 generated requests, valid or not, without a server error and as its document says.
 
 The examples per operation come from SUPERVISOR_FUZZ_EXAMPLES: a small CI budget by

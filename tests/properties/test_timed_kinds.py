@@ -1,4 +1,4 @@
-"""Properties of issue 31's timed kinds (cancel_not_propagated, silent_background_item) and
+"""Properties of the timed kinds (cancel_not_propagated, silent_background_item) and
 of stuck's idle clock beside them, over random task families: what is open changes only
 at the due times the rules give, and the evidence names only what the condition reads."""
 

@@ -1,4 +1,4 @@
-"""Issue 29: no time can make a rule fail. Every rule, on a task family whose times sit
+"""No time can make a rule fail. Every rule, on a task family whose times sit
 at the edges of the window the supervisor accepts (times.py) or anywhere a row stored
 before the window may hold (year 1, the end of 9999), finds and says when it next
 changes without raising; a due time is always a time after "now"."""

@@ -58,7 +58,7 @@ def test_to_htmx_the_400_is_the_sentence_alone(walk_objects):
 
 
 # --- a NUL in the path -------------------------------------------------------------------
-# Issue 39: `/tasks/%00/` reached the short-id lookup, whose query PostgreSQL refused (a
+# `/tasks/%00/` reached the short-id lookup, whose query PostgreSQL refused (a
 # 500); the other pages with an id in their path answered 404 or 405. Every page's path
 # parameter, each method: a 400 naming the address.
 PAGE_ROUTES = [r for r in patterns() if "<" in r and not r.startswith("/api/")]

@@ -184,7 +184,7 @@ def request(
     title: str | None = None,
     parent_run: str | None = None,
 ) -> RequestView:
-    """A `task.requested` on `thread` (issue 31): its client request id is `request_id`."""
+    """A `task.requested` on `thread`: its client request id is `request_id`."""
     return RequestView(
         event_id=id or f"{request_id}/requested@{when:g}",
         parent_thread=thread,

@@ -133,7 +133,7 @@ def test_a_bulk_confirm_refuses_other_tasks_of_the_same_count(operator_client, s
 
 def test_a_preview_shown_again_has_its_own_id_and_the_first_still_confirms(operator_client, source):
     # The digest is of what is shown, not of when: a reloaded preview still confirms.
-    # Each preview has its own id (issue 39): its confirmation is one request however
+    # Each preview has its own id: its confirmation is one request however
     # often it is sent, and a deliberate second action takes a new preview.
     task = Task.objects.get(task_id=STALE)
     first = confirm_form(operator_client.get(deliver_url(task)).content.decode())

@@ -194,7 +194,7 @@ def test_a_preview_of_one_flag_action_does_not_confirm_another(client, flagged):
 
 
 def test_a_confirmation_goes_back_to_the_list_it_came_from_without_flag_ids(client, flagged):
-    # Issue 30: a post naming flags by id landed on `/tasks/?flag=14&state=open`, a flag
+    # A post naming flags by id landed on `/tasks/?flag=14&state=open`, a flag
     # id taken for a kind: an empty list, its filter nowhere in the form.
     login_as(client, OPERATOR)
     picked = {"kind": "acknowledge", "task": [flagged["task:t1"].pk], "state": "open"}

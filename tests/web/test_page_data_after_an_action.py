@@ -1,4 +1,4 @@
-"""After an action (issue 19, points 3 and 4): the suggestion fits the task's state, the
+"""After an action: the suggestion fits the task's state, the
 preview says which flags the action answers and which stay open, the banner follows the
 action, one delivery is one wake, and a resolved flag says what resolved it."""
 
@@ -129,7 +129,7 @@ def test_delivering_the_childs_later_answer_resolves_the_failure_flags_saying_by
     assert "orphan_wake" in open_kinds(task)  # not about what the parent holds
     for flag in task.flags.filter(kind__in=FAILURE_FLAGS):
         assert flag.resolve_reason == (
-            "resolved by the delivery by hand of run 2 by alice"  # by ordinal (issue 30)
+            "resolved by the delivery by hand of run 2 by alice"  # by ordinal
         ), flag.resolve_reason
     # The rules do not open them again while their condition still holds.
     evaluate(source.namespace_id, until + timedelta(minutes=2))

@@ -1,4 +1,4 @@
-"""Issue 30, point 3, on the task page: after a continue, the page says what the run it
+"""On the task page, after a continue, the page says what the run it
 started did and what is left to do (deliver its result, or nothing), naming the run by
 its ordinal; a task still reported running gets a Deliver suggestion without a flag."""
 

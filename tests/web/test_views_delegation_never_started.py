@@ -1,4 +1,4 @@
-"""A delegation that never started (issue 31) shows on the pages as a flag on the parent
+"""A delegation that never started shows on the pages as a flag on the parent
 thread: the overview's flags on threads and the thread page, with its meaning and advice."""
 
 from html import unescape

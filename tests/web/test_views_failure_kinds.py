@@ -1,4 +1,4 @@
-"""The task page of issue 31's kinds: a success hiding a failure, and an account limit
+"""The task page of the failure kinds: a success hiding a failure, and an account limit
 with the offer to snooze its flag until the limit resets."""
 
 from datetime import UTC, datetime

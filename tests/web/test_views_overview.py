@@ -121,7 +121,7 @@ def test_many_thread_flags_show_the_worst_and_oldest_and_a_link_to_all(
     client, acting, source, silent_source, monkeypatch
 ):
     """Thread flags are cards with forms: past OVERVIEW_THREAD_FLAGS the overview shows
-    the first, the most severe then the longest open (issue 30: worst first), and links
+    the first, the most severe then the longest open (worst first), and links
     to every one, on a page the live socket leaves be."""
     from supervisor.web import fragments, page_data
 

@@ -107,7 +107,7 @@ def test_an_unknown_thread_is_404(client, viewer):
 
 
 def test_a_threads_open_flags_come_the_longest_open_first(client, viewer, source):
-    # Issue 30: every list of problems, the most severe first, then the longest open.
+    # Every list of problems, the most severe first, then the longest open.
     chain(source, 1)
     now = clock.now()
     for minutes, kind in ((0, "late_wake"), (-30, "orphan_wake")):

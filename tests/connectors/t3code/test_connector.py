@@ -155,7 +155,7 @@ def test_continue_dispatches_the_message_to_the_child_thread(fake):
         "go on",
     )
     assert command["commandId"] == "supervisor:command:sup-7"
-    # Its message is the continue's manual wake: the follower knows it again (issue 30).
+    # Its message is the continue's manual wake: the follower knows it again.
     assert command["messageId"] == action.wake == "supervisor:continue:sup-7"
 
 

@@ -326,7 +326,7 @@ def test_a_wait_tasks_transfer_is_its_delivery(t3_source, state_path):
 
 
 def test_a_run_started_by_supervisors_continue_names_its_manual_wake(t3_source, state_path):
-    """Issue 30: the connector sends a continue with its manual wake as the message id;
+    """The connector sends a continue with its manual wake as the message id;
     the run T3 starts for it names that wake, so the task owns it (contract §4, rule 5),
     and a message typed in T3 by hand stays a follow-up."""
     child, task = "thread:delegated-task:a1", "node:delegated-task:cmd%3Aa1"
@@ -726,7 +726,7 @@ def test_the_beat_job_follows_the_other_sources_when_one_fails(t3_source, state_
 def test_times_t3_got_wrong_give_way_to_the_rows_own_and_never_stop_following(
     t3_source, state_path
 ):
-    """Issue 29: a T3 time outside the window the supervisor accepts (year 9999, one
+    """A T3 time outside the window the supervisor accepts (year 9999, one
     that is no real time in UTC, no real date) is passed over for the row's own time,
     counted; following goes on and no event is a dead letter."""
     t3 = FakeT3(state_path)

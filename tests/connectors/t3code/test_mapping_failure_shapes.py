@@ -1,4 +1,4 @@
-"""What T3 writes for the failures of issue 31, in the contract's words, on state
+"""What T3 writes for the failure kinds, in the contract's words, on state
 databases written as T3 writes them (tests/support/t3/statedb.py), each read both ways a
 follower reads one: from the log and as an import of the projections.
 

@@ -255,7 +255,7 @@ def test_cancel_on_a_real_stuck_task_interrupts_the_childs_run(serving):
 
 
 def test_continue_on_a_real_failed_task_makes_the_childs_new_run_the_tasks_own(serving):
-    """Issue 30: the continue goes to T3 with its manual wake as the message id; T3's
+    """The continue goes to T3 with its manual wake as the message id; T3's
     scripted child answers in a new run, which the follower reads as woken by that wake:
     the task owns it, so its result is the task's latest and the page offers its delivery."""
     played, base, source = serving("healthy-failure")

@@ -1,4 +1,4 @@
-"""Issue 31's T3 shapes on the real T3 Code servers (the kits beside the clone, as in
+"""The failure kinds' T3 shapes on the real T3 Code servers (the kits beside the clone, as in
 test_real_server.py): what the kits' builds write of them, read from the log and
 imported from the projections.
 

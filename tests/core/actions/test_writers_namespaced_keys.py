@@ -1,4 +1,4 @@
-"""Issue 39, point 5 and a lesser point of 7: the keys and ids Supervisor sends out are
+"""The keys and ids Supervisor sends out are
 its namespace's, and only what Supervisor sent comes back as Supervisor's.
 
 A real webhook receiver on loopback deduplicates by `Idempotency-Key`, as the README

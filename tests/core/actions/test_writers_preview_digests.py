@@ -1,4 +1,4 @@
-"""What a preview and a bulk selection carry of what they showed is keyed (issue 39): a
+"""What a preview and a bulk selection carry of what they showed is keyed: a
 token that may act but not read is not shown the texts a task would get, and must not be
 able to confirm a guess of one by hashing it and comparing. A selection does not carry
 the database's own ids of tasks either."""

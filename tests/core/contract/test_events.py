@@ -1,4 +1,4 @@
-"""Issue 39: an `at` may carry any number of fractional digits; the contract says those
+"""An `at` may carry any number of fractional digits; the contract says those
 past microseconds are cut (not rounded). More than nine were refused. A malformed time
 is still refused, with the same clear error."""
 

@@ -1,4 +1,4 @@
-"""Issue 29, times: an event whose time lies outside the window the supervisor accepts
+"""Times: an event whose time lies outside the window the supervisor accepts
 is a dead letter naming the field; rows stored before the window existed (any time
 at all) cannot make a rule's due time overflow, so their subjects' flags still move."""
 

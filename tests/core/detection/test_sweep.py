@@ -204,7 +204,7 @@ def test_a_source_may_shorten_its_durations(source):
 def test_delegation_never_started_opens_through_the_sweep_and_its_delegation_resolves_it(
     source,
 ):
-    # issue 31: the request has its parent thread judged and due at spawn_timeout; the
+    # The request has its parent thread judged and due at spawn_timeout; the
     # sweep opens the flag then, and the late delegation (a batch of its own) resolves it.
     events = load_scenario(next(p for p in OWN_SCENARIOS if p.stem == "delegation-started-late"))
     events = events["events"]

@@ -168,7 +168,7 @@ def test_a_failing_subject_judged_since_by_an_evaluation_job_is_forgotten(fleet,
 def test_a_stale_tasks_three_flags_resolve_after_delivery_though_one_rule_raises(
     source, monkeypatch
 ):
-    """Issue 29: a subject whose evaluation raised kept its open flags for ever (a wake
+    """A subject whose evaluation raised kept its open flags for ever (a wake
     at 9999 broke late_wake). A rule that raises now leaves only its own kind as it
     was; the other kinds move."""
     choking = BadSubject(late_wake.findings, STALE)

@@ -1,4 +1,4 @@
-"""Issue 30, point 3: the work a continue starts for task T belongs to T. Supervisor
+"""The work a continue starts for task T belongs to T. Supervisor
 records the continue it sent as a manual wake of T to the child (contract §4, rule 5),
 the orchestrator names that wake in the run it starts, and T owns that run: the stuck
 task's flags resolve, and once the run finishes, what is left is to deliver its result."""

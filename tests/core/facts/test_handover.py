@@ -1,4 +1,4 @@
-"""The one reading of what the parent holds for a task (core.handover, issue 30)."""
+"""The one reading of what the parent holds for a task (core.facts.handover)."""
 
 from supervisor.core.actions.writers import delivery_text
 from supervisor.core.facts import handover

@@ -49,7 +49,7 @@ def test_a_task_snapshot_reads_its_same_work_siblings_and_not_the_rest_of_the_fa
 
 
 def test_a_thread_snapshot_reads_its_task_requests_and_the_tasks_answering_them(source):
-    # issue 31: delegation_never_started judges the parent thread on its requests and
+    # delegation_never_started judges the parent thread on its requests and
     # the delegations with their request ids; the parent's other tasks are not read.
     def requested(request_id: str, thread: str = "thread:parent") -> dict:
         return {

@@ -65,7 +65,7 @@ def long_title(words: int = 500) -> str:
 
 
 def test_long_titles_match_when_equal_and_never_when_they_differ(source):
-    """The index is over the key's hash; the keys themselves decide (issue 39)."""
+    """The index is over the key's hash; the keys themselves decide."""
     title = long_title()
     apply_events(
         source,

@@ -1,4 +1,4 @@
-"""account_limit: a usage or spend limit of the account ended the child (issue 31)."""
+"""account_limit: a usage or spend limit of the account ended the child."""
 
 from dataclasses import replace
 from datetime import UTC, datetime

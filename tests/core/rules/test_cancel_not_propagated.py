@@ -1,4 +1,4 @@
-"""cancel_not_propagated: the task says cancelled, yet the work it owns goes on (issue 31)."""
+"""cancel_not_propagated: the task says cancelled, yet the work it owns goes on."""
 
 from supervisor.core.rules import cancel_not_propagated as rule
 from supervisor.core.rules import left_by_restart

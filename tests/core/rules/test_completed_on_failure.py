@@ -1,4 +1,4 @@
-"""completed_on_failure: a success that hides a failure (issue 31)."""
+"""completed_on_failure: a success that hides a failure."""
 
 from dataclasses import replace
 

@@ -1,5 +1,5 @@
 """delegation_never_started: a task.requested that no delegation or refusal answers
-within spawn_timeout (issue 31)."""
+within spawn_timeout."""
 
 from dataclasses import replace
 from datetime import timedelta

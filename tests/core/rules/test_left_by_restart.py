@@ -1,5 +1,5 @@
 """left_by_restart: the orchestrator's restart cut the child's latest run while the task
-still says it is under way (contract extension, issue 18)."""
+still says it is under way (a contract extension)."""
 
 from supervisor.core.rules import left_by_restart as rule
 from tests.support.snapshots import SETTINGS, TASK, at, report, run, snapshot, subjects, task

@@ -1,5 +1,5 @@
 """misrouted_wake: a task wake of a known task went to a thread that is neither its
-parent nor the parent of a follow-up of it, and the parent lacks the result (issue 31)."""
+parent nor the parent of a follow-up of it, and the parent lacks the result."""
 
 from supervisor.core.rules import misrouted_wake as rule
 from tests.support.snapshots import (

@@ -1,5 +1,5 @@
 """never_delivered: a terminal result that no wake, read or delivery brought to the
-parent, while no run of the parent is under way (contract extension, issue 18)."""
+parent, while no run of the parent is under way (a contract extension)."""
 
 from supervisor.core.rules import never_delivered as rule
 from tests.support.snapshots import (

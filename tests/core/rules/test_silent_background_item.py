@@ -1,5 +1,5 @@
 """silent_background_item: an item the task waits on shows as open while nothing at all
-happens on its thread for stuck_after (issue 31)."""
+happens on its thread for stuck_after."""
 
 from supervisor.core.rules import silent_background_item as rule
 from tests.support.snapshots import (

@@ -77,7 +77,7 @@ def test_clock_stops_while_an_awaited_item_is_unfinished():
 
 
 def test_a_silent_item_no_longer_stops_the_clock():
-    # Issue 31: an item that shows as open while nothing happens on its thread for
+    # An item that shows as open while nothing happens on its thread for
     # stuck_after (silent_background_item) stops the clock no more: it runs from then.
     views = task(reports=[running(70)]), run("r1", 1, finished=62), item("ci", started=60)
     assert open_at(62 + 2 * STUCK_AFTER, *views) == [TASK]

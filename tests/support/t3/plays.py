@@ -82,7 +82,7 @@ def _cancel_queued(played: dict) -> dict[str, list[str]]:
     """0.0.33's `cancel-queued` writes one of two shapes, as its threads race: T3 either
     wakes the parent for the interrupted task (`claimed` → wake run → `delivered`, the
     kit's README) or rewrites the parent's run 1 to `waiting` and leaves the wake run
-    queued until the stop (`claimed` for good, what issue 28 measured)."""
+    queued until the stop (`claimed` for good, as measured in docs/benchmarks.md)."""
     [task] = played["tasks"]
     if (task.get("completionDelivery") or {}).get("state") == "delivered":
         return {"the task": ["failed_while_running"]}
