@@ -193,7 +193,7 @@ def test_a_task_is_found_by_its_id_or_the_short_id_the_pages_show(client, viewer
         ("silent-background-item.json", "task:sb", "silent_background_item", None),
     ],
 )
-def test_issue_31s_kinds_show_evidence_meaning_advice_and_action(
+def test_the_timed_kinds_show_evidence_meaning_advice_and_action(
     client, acting, source, scenario, task_id, kind, action
 ):
     source.settings = json.loads((OWN_SCENARIOS / scenario).read_text())["settings"]
