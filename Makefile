@@ -7,7 +7,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-.PHONY: run test lint bootstrap replay clean bench audit screenshots
+.PHONY: run test check lint bootstrap replay clean bench audit screenshots
 
 bootstrap: $(VENV)/.synced
 
@@ -32,6 +32,14 @@ run: bootstrap
 test: bootstrap
 	@echo "The whole suite: about 30 minutes on two cores. One part: make test PYTEST_ADDOPTS=tests/web"
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+
+# The fast tier, for the edit-and-check loop: every test but the end-to-end ones (a real
+# Chromium, or `make run` itself: e2e), those that play the real T3 Code servers of
+# ../shared (real_t3), the fault suite with its own PostgreSQL and Redis (faults) and any
+# other test over about 5 s (slow). A few minutes on two cores; `make test` runs them all.
+check: bootstrap
+	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest \
+		-m "not e2e and not real_t3 and not faults and not slow"
 
 # The README's pictures into docs/screenshots/ (Debian's Chromium; about six minutes, the
 # demo's included). tests/browser/screenshots.py is a generator: never part of `make test`.

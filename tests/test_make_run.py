@@ -20,6 +20,8 @@ from tests.support.factories import make_tasks
 from tests.support.make_run import PASSWORD_LINE, make_run
 from tests.support.workers import wait_for
 
+pytestmark = pytest.mark.e2e  # runs `make run` itself
+
 SWEEP_EVERY = settings.SUPERVISOR_SWEEP_INTERVAL  # seconds; the run's own settings
 
 

@@ -12,6 +12,7 @@ Without it these tests fail in CI (CI=true) and skip, saying why, elsewhere.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -29,6 +30,14 @@ from tests.support.browser import (
     stop,
 )
 from tests.support.workers import celery_worker, purge_broker
+
+
+def pytest_collection_modifyitems(config, items):
+    # Every test of this folder drives a real Chromium: `make check` leaves them out.
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="package")

@@ -28,7 +28,7 @@ from supervisor.core.facts.loader import load_for_task
 from supervisor.core.models import Action, Flag, Task, Wake
 from supervisor.jobs import operator_actions
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.real_t3, pytest.mark.django_db(transaction=True)]
 DELIVERY_FLAGS = {"premature_completion", "stale_result", "undelivered_result"}
 
 

@@ -32,7 +32,7 @@ from tests.connectors.t3code.test_real_acting import (
 )
 from tests.support.t3.plays import KITS
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.real_t3, pytest.mark.django_db(transaction=True)]
 PORTS = range(3800, 3900)  # the 0.0.33 kit's range (its README)
 
 

@@ -30,6 +30,8 @@ from tests.support.t3 import plays
 from tests.support.t3.kits import built
 from tests.support.t3.plays import KITS
 
+pytestmark = pytest.mark.real_t3
+
 VERSIONS = sorted(KITS)
 
 

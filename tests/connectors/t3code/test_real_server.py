@@ -34,6 +34,8 @@ from tests.support.t3 import plays
 from tests.support.t3.kits import built
 from tests.support.t3.plays import EXPECTED, KITS, PLAYS
 
+pytestmark = pytest.mark.real_t3
+
 
 @pytest.fixture(scope="session")
 def scenario_dirs() -> dict[tuple[str, str], Path]:

@@ -17,6 +17,8 @@ from supervisor.core.contract.connectors import ConnectorError, connector_for
 from tests.connectors.t3code.test_connector import free_port
 from tests.support.cast import ADMIN, login_as
 
+pytestmark = pytest.mark.real_t3
+
 
 @pytest.fixture(scope="module")
 def server(kit, tmp_path_factory):
