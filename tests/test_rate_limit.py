@@ -4,12 +4,10 @@ import json
 import socket
 import sys
 import threading
-import time
 from contextlib import closing
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.signals import user_login_failed
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -18,7 +16,7 @@ from supervisor import rate_limit
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import IngestedEvent
 from supervisor.rate_limit import Rate
-from tests.test_web_server_log_ins import Browser
+from tests.support.web_server import Browser
 
 LIMITS = {
     "ingest": ("SUPERVISOR_INGEST_RATE", "3/60"),
@@ -213,18 +211,6 @@ def test_a_peer_that_is_not_a_listed_proxy_is_the_client_whatever_it_forwards(cl
     assert [s.status_code for s in statuses] == [200, 200, 200, 429, 429]
 
 
-class SlowPasswordHasher(PBKDF2PasswordHasher):
-    """A quick PBKDF2 that takes as long as the real one (~0.6 s): parallel log-ins are
-    all in the middle of their password check together, as they are in production."""
-
-    algorithm = "slow_pbkdf2_for_tests"
-    iterations = 1000
-
-    def encode(self, password, salt, iterations=None):  # an unknown name's check
-        time.sleep(0.3)
-        return super().encode(password, salt, iterations)
-
-
 @pytest.mark.parametrize("account", ["ann", "nobody"])  # a wrong password, an unknown name
 def test_parallel_wrong_passwords_check_no_more_than_the_limit(live_server, account):
     # Twelve browsers send a wrong password at once: the three the limit allows are
@@ -235,7 +221,7 @@ def test_parallel_wrong_passwords_check_no_more_than_the_limit(live_server, acco
         checked.append(credentials["username"])
 
     user_login_failed.connect(counted, dispatch_uid="count-checks")
-    hashers = ["tests.test_rate_limits.SlowPasswordHasher"]
+    hashers = ["tests.support.passwords.SlowPasswordHasher"]
     # Room for all twelve checks at once: only the limit may hold them back here.
     room = {"SUPERVISOR_PASSWORD_CHECKS": 12, "PASSWORD_HASHERS": hashers}
     try:

@@ -14,10 +14,10 @@ from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
 from tests.support.factories import make_tasks
+from tests.support.previews import AMENDED, amend_latest_result
 from tests.support.receiver import Receiver
 from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 from tests.support.workers import celery_worker, purge_broker, wait_for
-from tests.web.test_action_views_confirm import AMENDED, amend_latest_result
 
 SECRET = "a-test-secret-of-some-length"
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))

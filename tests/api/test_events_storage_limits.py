@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 
 from supervisor.core.contract.events import DATA_BY_TYPE, Envelope
 from supervisor.core.models import DeadLetter, IngestedEvent, Task
+from tests.support.storage import delegated
 
 URL = "/api/v1/events"
 
@@ -33,15 +34,6 @@ def post(client, token, events):
     return client.post(
         URL, json.dumps({"events": events}), content_type="application/json", headers=headers
     )
-
-
-def delegated(event_id, task, title, parent="thread:p", child="thread:c"):
-    return {
-        "id": event_id,
-        "type": "task.delegated",
-        "at": "2026-11-05T22:40:00Z",
-        "data": {"task": task, "parent_thread": parent, "child_thread": child, "title": title},
-    }
 
 
 def finished(event_id="f1", run="run:1"):

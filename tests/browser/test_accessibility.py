@@ -5,37 +5,22 @@ axe-core is vendored under tests/browser/vendor/axe-core (test-only, never serve
 injected with Playwright; the context bypasses the CSP for that one inline script.
 """
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import SCHEMES, log_in, page_paths, seed, wait_for_socket
+from tests.support.browser import (
+    AXE,
+    BLOCKING,
+    RUN_AXE,
+    SCHEMES,
+    describe,
+    log_in,
+    page_paths,
+    seed,
+    wait_for_socket,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
-BLOCKING = {"serious", "critical"}
-RUN_AXE = """async () => {
-  const results = await axe.run(document, {resultTypes: ["violations"]});
-  return results.violations.map(v => ({
-    id: v.id, impact: v.impact, help: v.help,
-    nodes: v.nodes.map(n => ({
-      target: n.target.join(" "), html: n.html.slice(0, 160), summary: n.failureSummary,
-    })),
-  }));
-}"""
-
-
-def describe(page_name: str, scheme: str, violations: list[dict]) -> list[str]:
-    lines = []
-    for v in violations:
-        for node in v["nodes"]:
-            lines.append(
-                f"[{page_name}, {scheme}] {v['id']} ({v['impact']}): {v['help']}\n"
-                f"    at {node['target']}: {node['html']}\n    {node['summary']}"
-            )
-    return lines
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)

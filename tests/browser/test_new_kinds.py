@@ -14,10 +14,8 @@ from playwright.sync_api import expect
 from supervisor.core import clock
 from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Task, Thread
-from tests.support.browser import SCHEMES, log_in, wait_for_socket
+from tests.support.browser import AXE, BLOCKING, RUN_AXE, SCHEMES, describe, log_in, wait_for_socket
 from tests.support.workers import wait_for
-
-from .test_accessibility import AXE, BLOCKING, RUN_AXE, describe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,8 +8,7 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import DeadLetter
 from tests.support.browser import log_in
-from tests.web.test_context_processors import failures
-from tests.web.test_views_thread_runs import child_thread_story
+from tests.support.factories import child_thread_story, failures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,9 +13,17 @@ from supervisor.core import clock
 from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag
 from supervisor.core.triage.silences import do_create_silence
-from tests.support.browser import EXPECTED_OPEN, SCHEMES, log_in, seed, wait_for_socket
-
-from .test_accessibility import AXE, BLOCKING, RUN_AXE, describe
+from tests.support.browser import (
+    AXE,
+    BLOCKING,
+    EXPECTED_OPEN,
+    RUN_AXE,
+    SCHEMES,
+    describe,
+    log_in,
+    seed,
+    wait_for_socket,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

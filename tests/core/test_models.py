@@ -15,7 +15,7 @@ from supervisor.core.actions.writers import do_request_action, internal_source
 from supervisor.core.contract.source_names import internal_source_name
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Namespace, Task
-from tests.api.test_events_storage_limits import delegated
+from tests.support.storage import delegated
 
 BTREE_ROW = 2704  # bytes, PostgreSQL's "btree version 4 maximum"
 TUPLE_HEADER = 8 + 8  # an index tuple's header and its null bitmap, rounded up

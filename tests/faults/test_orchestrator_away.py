@@ -9,13 +9,7 @@ import socket
 import threading
 import time
 
-from tests.faults.test_workers_killed import (
-    SECRET,
-    SEED000,
-    action_row,
-    post_events,
-    request_delivery,
-)
+from tests.support.faults.actions import SECRET, SEED000, action_row, post_events, request_delivery
 from tests.support.faults.services import free_port, wait_for
 from tests.support.receiver import Receiver
 

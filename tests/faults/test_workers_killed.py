@@ -3,18 +3,18 @@ worker with beat finishes the work; each flag opens once, each delivery lands on
 
 from __future__ import annotations
 
-import json
-from urllib.parse import quote
-
 import pytest
 
+from tests.support.faults.actions import (
+    SECRET,
+    SEED000,
+    TASK,
+    action_row,
+    post_events,
+    request_delivery,
+)
 from tests.support.faults.services import wait_for
 from tests.support.receiver import Receiver
-from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
-
-SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
-TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
-SECRET = "a-test-secret-of-some-length"
 
 
 def scenario_expected(scenario: dict) -> set[tuple[str, str, str]]:
@@ -24,14 +24,6 @@ def scenario_expected(scenario: dict) -> set[tuple[str, str, str]]:
         for subject, kinds in scenario["expect_open"].get(group, {}).items():
             found |= {(subject_type, subject, kind) for kind in kinds}
     return found
-
-
-def post_events(stack, token: str, events: list[dict]) -> dict:
-    status, _, body = stack.request(
-        "POST", "/api/v1/events", json.dumps({"events": events}).encode(), token
-    )
-    assert status == 200, body
-    return json.loads(body)
 
 
 def test_worker_killed_inside_the_evaluation_transaction(stack, figures, tmp_path):
@@ -81,25 +73,6 @@ def test_worker_killed_inside_the_evaluation_transaction(stack, figures, tmp_pat
         kind: 1 for (_, _, kind) in expected
     }
     assert stack.stored_events("orchestrator") == (len(SEED000["events"]),) * 2
-
-
-def actions_path(task: str) -> str:
-    return f"/api/v1/tasks/{quote(task, safe='')}/actions"
-
-
-def request_delivery(stack, token: str) -> int:
-    status, _, body = stack.request(
-        "POST", actions_path(TASK), json.dumps({"kind": "deliver"}).encode(), token
-    )
-    assert status == 202, body
-    return json.loads(body)["id"]
-
-
-def action_row(stack, action_id: int) -> dict:
-    state, attempts, error, response = stack.sql(
-        "SELECT state, attempts, last_error, response FROM core_action WHERE id = %s", action_id
-    )[0]
-    return {"state": state, "attempts": attempts, "last_error": error, "response": response}
 
 
 def manual_wakes(stack) -> int:

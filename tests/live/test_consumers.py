@@ -1,57 +1,32 @@
 """The live socket through the real ASGI app."""
 
-import re
-
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission
-from django.test import Client
 
 from supervisor.asgi import application
 from supervisor.core import clock
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
-from supervisor.core.models import Change, Task
+from supervisor.core.models import Task
 from supervisor.jobs.evaluation import evaluate_touched
-from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
+from tests.support.live import (
+    CURSOR,
+    ORIGIN,
+    SEED000,
+    change_ids_after,
+    frames_until_quiet,
+    latest_change_id,
+    session_cookie,
+)
 from tests.support.workers import celery_worker, purge_broker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-ORIGIN = (b"origin", b"http://127.0.0.1:8000")
-SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))["events"]
-CURSOR = re.compile(r'id="live-cursor" data-change="(\d+)"')
-
-
-def session_cookie(user) -> tuple[bytes, bytes]:
-    client = Client()
-    client.force_login(user)
-    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
-
-
-@pytest.fixture
-def cookie(user):
-    return session_cookie(user)
-
 
 def socket(path="/ws/live/?view=list", headers=(ORIGIN,)):
     return WebsocketCommunicator(application, path, headers=list(headers))
-
-
-async def frames_until_quiet(communicator, timeout=1.0) -> list[str]:
-    frames = []
-    while not await communicator.receive_nothing(timeout=timeout):
-        frames.append(await communicator.receive_from())
-    return frames
-
-
-def change_ids_after(change_id: int) -> list[int]:
-    return list(Change.objects.filter(id__gt=change_id).order_by("id").values_list("id", flat=True))
-
-
-def latest_change_id() -> int:
-    return Change.objects.order_by("-id").values_list("id", flat=True).first()
 
 
 async def test_an_anonymous_socket_is_refused():

@@ -12,8 +12,8 @@ from channels.testing import WebsocketCommunicator
 
 from supervisor.asgi import application
 from supervisor.core.ingest.apply import apply_events
-from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, session_cookie
 from tests.support.cast import make_user
+from tests.support.live import ORIGIN, SEED000, frames_until_quiet, session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -18,10 +18,17 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.live import consumers, groups
 from supervisor.live.relay import relay
 from supervisor.live.rendering import page_of
-from tests.live.test_consumers import CURSOR, SEED000, frames_until_quiet, latest_change_id
-from tests.live.test_session import CLOSED_4401, live_list_socket, logged_in
 from tests.support.cast import make_user
 from tests.support.faults.services import Redis, missing_tools
+from tests.support.live import (
+    CLOSED_4401,
+    CURSOR,
+    SEED000,
+    frames_until_quiet,
+    latest_change_id,
+    live_list_socket,
+    logged_in,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

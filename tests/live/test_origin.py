@@ -20,8 +20,8 @@ from supervisor.core import clock
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
-from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, session_cookie
 from tests.support.cast import make_user
+from tests.support.live import ORIGIN, SEED000, frames_until_quiet, session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -14,23 +14,19 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Change
 from supervisor.live import consumers, groups, relay
 from supervisor.live.rendering import Page
-from tests.live.test_consumers import (
+from tests.support.cast import make_user
+from tests.support.live import (
     CURSOR,
     ORIGIN,
     SEED000,
     change_ids_after,
-    cookie,  # noqa: F401 (a fixture)
     frames_until_quiet,
-    latest_change_id,
-)
-from tests.live.test_session import (
-    flagged_task,  # noqa: F401 (a fixture)
     has_action_forms,
+    latest_change_id,
     live_list_socket,
     logged_in,
     snooze_a_flag_of,
 )
-from tests.support.cast import make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

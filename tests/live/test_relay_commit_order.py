@@ -15,9 +15,8 @@ from supervisor.asgi import application
 from supervisor.core import changes
 from supervisor.core.changes import ChangeKind, Subject
 from supervisor.live.relay import GAP_SETTLE, Gap
-from tests.live.test_consumers import ORIGIN, frames_until_quiet
-from tests.live.test_session import live_list_socket, logged_in
 from tests.support.cast import make_user
+from tests.support.live import ORIGIN, frames_until_quiet, live_list_socket, logged_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

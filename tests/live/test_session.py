@@ -7,45 +7,32 @@ import os
 import subprocess
 import sys
 import time
-from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from supervisor.asgi import application
-from supervisor.core import clock
 from supervisor.core.access.roles import do_set_role
-from supervisor.core.detection.evaluate import evaluate
-from supervisor.core.flags.writers import do_snooze_flag
 from supervisor.core.ingest.apply import apply_events
-from supervisor.core.models import Flag, Task
-from tests.live.test_consumers import ORIGIN, SEED000, frames_until_quiet, latest_change_id
 from tests.support import workers
 from tests.support.cast import make_user
+from tests.support.live import (
+    CLOSED_4401,
+    ORIGIN,
+    SEED000,
+    frames_until_quiet,
+    has_action_forms,
+    live_list_socket,
+    logged_in,
+    snooze_a_flag_of,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-CLOSED_4401 = {"type": "websocket.close", "code": 4401}
 # The promise of supervisor/live/session.py's RECHECK: a socket that no message reaches
 # sees its session's changes before its first frame after this many seconds.
 RECHECK = 5.0
-
-
-def logged_in(user) -> tuple[Client, tuple[bytes, bytes]]:
-    client = Client()
-    client.force_login(user)
-    return client, (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
-
-
-async def live_list_socket(cookie) -> WebsocketCommunicator:
-    """A list page's socket, live from the latest change."""
-    communicator = WebsocketCommunicator(application, "/ws/live/?view=list", [ORIGIN, cookie])
-    assert (await communicator.connect())[0]
-    await communicator.send_json_to({"resume": await sync_to_async(latest_change_id)() or 0})
-    assert await communicator.receive_nothing(timeout=0.3)
-    return communicator
 
 
 async def assert_closed_then_silent(communicator, source) -> None:
@@ -105,29 +92,6 @@ async def test_a_log_in_elsewhere_leaves_the_socket_live(source):
 
 
 # --- role changes ----------------------------------------------------------------------
-
-
-@pytest.fixture
-def flagged_task(source):
-    apply_events(source, SEED000)
-    evaluate(source.namespace_id, clock.now())
-    task = Task.objects.get(task_id__endswith="retry-port")
-    assert Flag.objects.filter(task=task, state=Flag.OPEN).exists()
-    return task
-
-
-def snooze_a_flag_of(task) -> None:
-    """A change on the task: its page's next frame re-renders the flags."""
-    flag = Flag.objects.filter(task=task, state=Flag.OPEN).first()
-    now = clock.now()
-    do_snooze_flag(flag, now + timedelta(hours=1), now)
-
-
-def has_action_forms(html: str) -> bool:
-    # Live frames render forms without a request, so without a CSRF token field.
-    forms = ['method="post"' in html.lower(), "Acknowledge" in html]
-    assert len(set(forms)) == 1, "action forms come whole or not at all"
-    return forms[0]
 
 
 async def task_socket(task, cookie) -> tuple[WebsocketCommunicator, str]:

@@ -13,7 +13,7 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag
 from supervisor.notify.grouping import close_windows
 from supervisor.notify.models import Notification
-from tests.notify.test_senders import receivers, send_all  # noqa: F401 (a fixture)
+from tests.support.alerts import send_all
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 

@@ -3,16 +3,13 @@ key, never carry a secret from a child's text, and a failed send is retried."""
 
 from datetime import timedelta
 
-import pytest
-
 from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import notifications
 from supervisor.notify import outbox
 from supervisor.notify.channels import do_send_test
 from supervisor.notify.grouping import close_windows
-from supervisor.notify.models import Channel, Notification, Route
-from tests.support.alert_receivers import HttpReceiver, SmtpReceiver
-from tests.support.alerts import T0, open_flag
+from supervisor.notify.models import Channel, Notification
+from tests.support.alerts import T0, open_flag, send_all
 from tests.support.factories import task_events
 
 PLANTED = [
@@ -20,34 +17,6 @@ PLANTED = [
     "hunter2-planted",
     "ghp_PLANTEDplantedPLANTEDplanted1234",
 ]
-
-
-@pytest.fixture
-def receivers(db, settings):
-    with HttpReceiver() as http, SmtpReceiver() as smtp:
-        settings.MAILERS = {
-            "default": {
-                "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-                "OPTIONS": {"host": "127.0.0.1", "port": smtp.port, "timeout": 5},
-            }
-        }
-        channels = [
-            Channel.objects.create(
-                name="json", kind="apprise", target=f"json://127.0.0.1:{http.port}/hook"
-            ),
-            Channel.objects.create(
-                name="ntfy", kind="apprise", target=f"ntfy://127.0.0.1:{http.port}/ops"
-            ),
-            Channel.objects.create(name="mail", kind="email", target="ops@example.com"),
-        ]
-        for channel in channels:
-            Route.objects.create(channel=channel, group_window=30)
-        yield http, smtp
-
-
-def send_all() -> None:
-    for pk in Notification.objects.values_list("pk", flat=True):
-        assert notifications.perform(pk) == "sent", Notification.objects.get(pk=pk).last_error
 
 
 def planted_task(source) -> None:

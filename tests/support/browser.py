@@ -184,3 +184,27 @@ def page_paths(seeded: Seeded) -> dict[str, str]:
         "detail": f"/tasks/{seeded.task_pk}/",
         "thread": f"/threads/{seeded.thread_pk}/",
     }
+
+
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+BLOCKING = {"serious", "critical"}
+RUN_AXE = """async () => {
+  const results = await axe.run(document, {resultTypes: ["violations"]});
+  return results.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({
+      target: n.target.join(" "), html: n.html.slice(0, 160), summary: n.failureSummary,
+    })),
+  }));
+}"""
+
+
+def describe(page_name: str, scheme: str, violations: list[dict]) -> list[str]:
+    lines = []
+    for v in violations:
+        for node in v["nodes"]:
+            lines.append(
+                f"[{page_name}, {scheme}] {v['id']} ({v['impact']}): {v['help']}\n"
+                f"    at {node['target']}: {node['html']}\n    {node['summary']}"
+            )
+    return lines

@@ -13,6 +13,7 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
 from tests.support.factories import make_tasks
 from tests.support.forms import confirm_form
+from tests.support.previews import AMENDED, amend_latest_result
 from tests.support.receiver import Receiver
 from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 
@@ -21,8 +22,6 @@ pytestmark = pytest.mark.django_db
 SECRET = "a-test-secret-of-some-length"
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 STALE = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
-LAST_RUN = "thread:delegated-task:retry-port:run:4"
-AMENDED = "All checks green after a re-run of the flaky suite. PR #812 is NOT ready: CI is red."
 
 
 @pytest.fixture
@@ -46,27 +45,6 @@ def operator_client(client, user):
     user.user_permissions.add(Permission.objects.get(codename="act"))
     client.force_login(user)
     return client
-
-
-def amend_latest_result(source) -> None:
-    """The child's last run is reported again, later, with another text (an orchestrator
-    that rewrites a turn's final message does this)."""
-    apply_events(
-        source,
-        [
-            {
-                "id": "amended-run-4",
-                "type": "run.finished",
-                "at": "2026-11-05T23:05:00Z",
-                "data": {
-                    "thread": "thread:delegated-task:retry-port",
-                    "run": LAST_RUN,
-                    "status": "completed",
-                    "summary": AMENDED,
-                },
-            }
-        ],
-    )
 
 
 def deliver_url(task) -> str:

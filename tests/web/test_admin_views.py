@@ -10,7 +10,7 @@ from supervisor.core.access.roles import role_of
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import Change, DeadLetter, IngestedEvent, Source, Task
 from tests.support.cast import ADMIN, OPERATOR, login_as, make_user
-from tests.web.test_templates import Controls
+from tests.support.markup import Controls
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.notify.models import Channel, Notification, Route
 from tests.support.cast import ADMIN, OPERATOR, VIEWER, login_as
-from tests.web.test_templates import Controls
+from tests.support.markup import Controls
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,6 @@
 (dead letters not replayed, evaluation errors), readable without JavaScript."""
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -11,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from supervisor.core import clock
 from supervisor.core.models import DeadLetter, SweepFailure
 from tests.support.cast import ADMIN, OPERATOR, VIEWER, login_as
+from tests.support.factories import failures
 
 pytestmark = pytest.mark.django_db
 
@@ -20,24 +20,6 @@ def dead_letters(waiting: int, replayed: int = 0) -> None:
     DeadLetter.objects.bulk_create(
         [DeadLetter(body="{}", error="bad") for _ in range(waiting)]
         + [DeadLetter(body="{}", error="bad", replayed_at=now) for _ in range(replayed)]
-    )
-
-
-def failures(n: int) -> None:
-    now = clock.now()
-    SweepFailure.objects.bulk_create(
-        SweepFailure(
-            job="sweep",
-            subject_type="task",
-            subject_id=f"task:f{i}",
-            key=f"sweep:task:-:task:f{i}",
-            error="ValueError: no",
-            traceback="",
-            first_failed_at=now,
-            last_failed_at=now,
-            retry_at=now + timedelta(minutes=1),
-        )
-        for i in range(n)
     )
 
 

@@ -2,16 +2,15 @@
 a label on every control, htmx loaded from our static files with its inline styles off."""
 
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from supervisor.core.models import Task, Thread
 from tests.support.factories import make_tasks
+from tests.support.markup import Controls
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
-UNLABELLED_TYPES = {"hidden", "submit", "button", "reset", "image"}
 
 
 def template_files():
@@ -31,29 +30,6 @@ def test_no_template_has_an_inline_script_or_hx_on(path):
     assert not re.search(r"\bdata-hx-on", text, flags=re.I)
     assert not re.search(r"\son[a-z]+\s*=", text, flags=re.I), f"on* handler in {path.name}"
     assert not re.search(r"\sstyle\s*=", text, flags=re.I), f"inline style in {path.name}"
-
-
-class Controls(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.controls, self.label_for = [], set()
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "label" and attrs.get("for"):
-            self.label_for.add(attrs["for"])
-        if tag in ("input", "select", "textarea"):
-            if tag == "input" and (attrs.get("type") or "text").lower() in UNLABELLED_TYPES:
-                return
-            self.controls.append(attrs)
-
-    def unlabelled(self) -> list[dict]:
-        return [
-            c
-            for c in self.controls
-            if not (c.get("aria-label") or c.get("aria-labelledby"))
-            and c.get("id") not in self.label_for
-        ]
 
 
 @pytest.fixture

@@ -27,9 +27,9 @@ from supervisor.core.models import Action, Task, Wake
 from supervisor.jobs import operator_actions
 from tests.support.cast import ADMIN, login_as
 from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
+from tests.support.t3.connector import TOKEN, free_port, t3code
 from tests.support.t3.fake_server import DISPATCH, DISPATCH_ERROR, PROJECTION, Call, FakeT3
 
-TOKEN = "t3-token-0123456789abcdef"
 STALE = next(p for p in CONTRACT_SCENARIOS if p.name == "seed000-stale-finalize.json")
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"
 PARENT = "thread:parent-release"
@@ -51,16 +51,6 @@ def outgoing(**changes) -> Outgoing:
         "reason": None,
     }
     return Outgoing(**(fields | changes))
-
-
-def t3code(url: str, **settings) -> T3CodeConnector:
-    return T3CodeConnector(None, {"url": url, "token": TOKEN, "timeout": 2} | settings)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

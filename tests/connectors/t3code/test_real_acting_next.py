@@ -22,7 +22,7 @@ from supervisor.core.access.sources import do_create_source
 from supervisor.core.actions.writers import do_request_action, preview_action
 from supervisor.core.models import Flag, Task
 from supervisor.jobs import operator_actions
-from tests.connectors.t3code.test_real_acting import (
+from tests.support.t3.acting import (
     deliver_across_a_crash,
     eventually,
     follow_and_judge,

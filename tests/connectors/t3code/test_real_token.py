@@ -14,8 +14,8 @@ from django.urls import reverse
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.contract.connectors import ConnectorError, connector_for
-from tests.connectors.t3code.test_connector import free_port
 from tests.support.cast import ADMIN, login_as
+from tests.support.t3.connector import free_port
 
 pytestmark = pytest.mark.real_t3
 

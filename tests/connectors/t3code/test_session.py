@@ -16,8 +16,8 @@ from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.contract.connectors import ConnectorError
 from supervisor.core.models import Source
-from tests.connectors.t3code.test_connector import TOKEN, t3code
 from tests.support.cast import ADMIN, login_as
+from tests.support.t3.connector import TOKEN, t3code
 from tests.support.t3.fake_server import FakeT3
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -6,26 +6,9 @@ import pytest
 from supervisor.core.detection.evaluate import affected_subjects
 from supervisor.core.facts.loader import load_for_subjects
 from supervisor.core.ingest.apply import apply_events
+from tests.support.delegations import AT, delegated
 
 pytestmark = pytest.mark.django_db
-
-AT = "2026-11-05T22:40:00.000Z"
-
-
-def delegated(task_id: str, title: str, child: str) -> dict:
-    return {
-        "id": f"delegated-{task_id}",
-        "type": "task.delegated",
-        "at": AT,
-        "data": {
-            "task": task_id,
-            "parent_thread": "thread:parent",
-            "child_thread": child,
-            "title": title,
-            "mode": "async",
-            "prompt": "p",
-        },
-    }
 
 
 def test_a_task_snapshot_reads_its_same_work_siblings_and_not_the_rest_of_the_family(source):

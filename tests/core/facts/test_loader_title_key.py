@@ -16,7 +16,7 @@ from supervisor.core.detection.evaluate import affected_subjects
 from supervisor.core.facts.loader import load_for_subjects, same_work_tasks
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import EMPTY_MD5, Task
-from tests.core.facts.test_loader import delegated
+from tests.support.delegations import delegated
 
 pytestmark = pytest.mark.django_db
 

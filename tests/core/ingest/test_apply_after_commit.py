@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.db.models import QuerySet
 
 from supervisor.core.ingest.apply import apply_events
-from tests.core.facts.test_loader import delegated
+from tests.support.delegations import delegated
 
 pytestmark = pytest.mark.django_db
 
