@@ -213,6 +213,7 @@ def test_pg_dump_then_pg_restore_gives_the_same_supervisor_and_it_takes_new_even
         run(pg_binary("dropdb"), *pg_args(), "--if-exists", "--force", restored)
 
 
+@pytest.mark.slow
 def test_the_sqlite_backup_api_copies_a_live_database_that_then_takes_new_events(tmp_path):
     """The embedded database, in both CI runs: made and filled by `manage.py`
     subprocesses (so the PostgreSQL run needs no skip), copied while open."""

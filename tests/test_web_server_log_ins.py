@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.web_server import Browser, Server
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.mark.parametrize(

@@ -289,6 +289,7 @@ def twenty_at_once(url: str, token: str, key: str | None = None) -> list[tuple[i
     return answers
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_twenty_parallel_deliveries_give_one_delivery_and_nineteen_refusals(live_server, receiver):
     """Real HTTP requests, released at once: the partial unique constraint lets one

@@ -447,6 +447,7 @@ def _no_ingest_rate_limit(settings):
         setattr(settings, name, value)
 
 
+@pytest.mark.slow
 @settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -125,6 +125,7 @@ def test_failure_texts_read_as_the_contract_says():
     assert not any(account_limit_words(text.format(ref="#1001")) for text in REAL_FAILURES)
 
 
+@pytest.mark.slow
 def test_a_fleet_with_every_failure_raises_exactly_its_expected_flags(db):
     """The main check: replayed in order on a virtual clock (contract §7), the kinds raised
     at any time are exactly each task's expected and passing ones, and the kinds open at
@@ -180,6 +181,7 @@ def simulate(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_command_sends_a_fleet_over_the_http_api(live_server, tmp_path):
     source, token = do_create_source("simulated-http")
@@ -217,6 +219,7 @@ def test_the_command_stops_with_a_clear_message_on_a_bad_token(live_server):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_command_stops_with_a_clear_message_when_supervisor_is_unreachable():
     result = simulate("--url", "http://127.0.0.1:9", "--token", "sup_x", "--tasks", "2")
     assert result.returncode != 0

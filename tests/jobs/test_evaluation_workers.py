@@ -27,6 +27,7 @@ def open_kinds():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_sweep_opens_the_flag_when_the_worker_died_before_evaluating(client, source):
     purge_broker()

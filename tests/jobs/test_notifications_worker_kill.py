@@ -17,6 +17,8 @@ from tests.support.alerts import open_flag
 from tests.support.factories import make_tasks
 from tests.support.workers import celery_worker, purge_broker, wait_for
 
+pytestmark = pytest.mark.slow
+
 # A short lease so the sweep takes a dead worker's send back within the test.
 FAST = {"SUPERVISOR_NOTIFY_LEASE": "3", "SUPERVISOR_SWEEP_INTERVAL": "0.5"}
 

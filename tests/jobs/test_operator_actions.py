@@ -16,6 +16,8 @@ from tests.support.receiver import Receiver
 from tests.support.scenarios import CONTRACT_SCENARIOS, load_scenario
 from tests.support.workers import celery_worker, purge_broker, wait_for
 
+pytestmark = pytest.mark.slow
+
 SECRET = "a-test-secret-of-some-length"
 SEED000 = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
 TASK = "node:delegated-task:command%3Amcp%3A5b1c%3Adelegate-task%3Aretry-port"

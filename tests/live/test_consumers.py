@@ -71,6 +71,7 @@ async def test_a_task_page_gets_only_its_task_s_changes(cookie, source):
     await communicator.disconnect()
 
 
+@pytest.mark.slow
 async def test_a_flag_opened_by_a_celery_worker_reaches_a_subscribed_socket(cookie, source):
     await sync_to_async(purge_broker)()
     communicator = socket(headers=[ORIGIN, cookie])

@@ -56,6 +56,7 @@ def renders(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 async def test_a_change_is_rendered_once_for_every_socket_of_a_page(cookie, source, renders):  # noqa: F811
     sockets = [await live_list_socket(cookie) for _ in range(5)]
     renders.clear()
@@ -92,6 +93,7 @@ async def task_page_socket(task, role: str) -> tuple[WebsocketCommunicator, Page
     return socket, Page("task", task.pk, role == "operator")
 
 
+@pytest.mark.slow
 async def test_an_operator_and_a_viewer_of_a_page_get_each_their_own_frame(
     flagged_task,  # noqa: F811
     renders,

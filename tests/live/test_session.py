@@ -147,6 +147,7 @@ def set_role_in_another_process(username: str, role: str) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_a_role_changed_by_another_process_reaches_the_socket_s_frames(flagged_task):
     user = await sync_to_async(make_user)("ws-elsewhere", "operator")
     _, cookie = await sync_to_async(logged_in)(user)

@@ -39,6 +39,7 @@ def replay(*paths, check=False) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
+@pytest.mark.slow
 def test_the_command_line_checks_every_contract_scenario():
     command = [
         sys.executable,
@@ -56,6 +57,7 @@ def test_the_command_line_checks_every_contract_scenario():
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_output_is_one_json_object_per_scenario_in_the_contract_shape():
     result = replay(*CONTRACT_SCENARIOS)
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -90,6 +92,7 @@ def test_every_thread_named_in_a_scenario_appears(tmp_path):
     assert named <= set(line["threads"])
 
 
+@pytest.mark.slow
 def test_output_does_not_read_the_expectations(tmp_path):
     scenario = load_scenario(next(p for p in CONTRACT_SCENARIOS if "seed000" in p.name))
     bare = {k: v for k, v in scenario.items() if k not in ("expect", "expect_open")}

@@ -152,6 +152,7 @@ def api_preview(client, source, task_id: str, kind: str) -> str:
     return answer["preview"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_api_one_task_a_preview_confirmed_again_and_at_once_sends_once(
     kind, acting, receiver, live_server

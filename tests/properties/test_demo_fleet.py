@@ -20,6 +20,8 @@ from supervisor.demo.fleet import (
     Fleet,
 )
 
+pytestmark = pytest.mark.slow
+
 # Every task and thread kind (tests/core/rules/test_registry.py pins the list);
 # source_silent comes from the runner withholding events.
 TASK_AND_THREAD_KINDS = {rule.KIND for rule in RULES}

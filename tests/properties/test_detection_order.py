@@ -17,7 +17,7 @@ PERMUTATIONS = 50
 
 # The module runs on a throw-away in-memory SQLite store whatever DATABASE_URL names, so
 # CI's service run would repeat the embedded run exactly: it leaves it out (.ci/run).
-pytestmark = pytest.mark.own_store
+pytestmark = [pytest.mark.slow, pytest.mark.own_store]
 
 
 @pytest.fixture(scope="module")

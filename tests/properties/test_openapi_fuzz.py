@@ -50,7 +50,7 @@ OPERATIONS = sorted(
     for method in methods
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
