@@ -9,16 +9,10 @@ from hypothesis import settings as hypothesis_settings
 
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.contract.connectors import register
-from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
-from supervisor.core.ingest.apply import apply_events
-from supervisor.core.models import Task
 from supervisor.notify.models import Channel, Route
-from tests.support.continued import LEFT, SECRET, TASK, at, open_kinds
 from tests.support.factories import make_tasks
-from tests.support.receiver import Receiver
-from tests.support.scenarios import load_scenario
 from tests.support.simulator.connector import SimulatorConnector
 
 # The in-process simulator acts for the tests' sources; the product does not offer it.
@@ -185,19 +179,3 @@ def two_channels(db):
     for channel in (first, second):
         Route.objects.create(channel=channel, group_window=30)
     return first, second
-
-
-# Used by the continue's tests in core and on the task page (tests.support.continued).
-@pytest.fixture
-def stuck_task(db):
-    """A task left by a restart, flagged stuck, its source bound to a webhook receiver."""
-    with Receiver(secret=SECRET) as receiver:
-        source, _ = do_create_source("orch", scopes="ingest,read,act")
-        source.connector = "webhook"
-        source.connector_settings = {"url": receiver.url, "secret": SECRET, "timeout": 2}
-        source.save()
-        apply_events(source, load_scenario(LEFT)["events"])
-        evaluate(source.namespace_id, at(45))
-        task = Task.objects.select_related("namespace").get(task_id=TASK)
-        assert open_kinds(task) == {"left_by_restart", "stuck"}
-        yield source, task, receiver

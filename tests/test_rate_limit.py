@@ -16,7 +16,7 @@ from supervisor import rate_limit
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.models import IngestedEvent
 from supervisor.rate_limit import Rate
-from tests.support.web_server import Browser
+from tests.test_web_server_log_ins import Browser
 
 LIMITS = {
     "ingest": ("SUPERVISOR_INGEST_RATE", "3/60"),

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from tests.support.web_server import Server
+from tests.test_web_server_log_ins import Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from supervisor.core.models import DeadLetter
 from tests.support.browser import log_in
-from tests.support.factories import child_thread_story, failures
+from tests.support.stories import child_thread_story, failures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from supervisor.core import clock
 from supervisor.core.models import DeadLetter, SweepFailure
 from tests.support.cast import ADMIN, OPERATOR, VIEWER, login_as
-from tests.support.factories import failures
+from tests.support.stories import failures
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,14 @@ from supervisor.core.actions.writers import do_request_action
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
 from supervisor.jobs import operator_actions
-from tests.support.continued import CHILD, DONE, at, open_kinds, run_events
+from tests.core.facts.test_continued import (
+    CHILD,
+    DONE,
+    at,
+    open_kinds,
+    run_events,
+    stuck_task,  # noqa: F401 (a fixture)
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from django.test import override_settings
 
 from supervisor.core.access.sources import do_create_source
 from supervisor.web import password_checks
-from tests.support.web_server import Browser
+from tests.test_web_server_log_ins import Browser
 
 NO_LIMITS = {  # many addresses, as a spread-out attack has: the failed-log-in limit is no help
     "ingest": ("SUPERVISOR_INGEST_RATE", "0"),

@@ -16,7 +16,7 @@ from supervisor.core.triage.silences import do_create_silence
 from supervisor.web import page_data
 from tests.support.cast import ANONYMOUS, OPERATOR, VIEWER, login_as
 from tests.support.factories import make_tasks
-from tests.support.page_queries import lead_thread, queries
+from tests.web.test_page_data_queries import lead_thread, queries
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Run, Task, Thread
 from supervisor.web.page_data import THREAD_RUNS
 from tests.support.cast import ADMIN, OPERATOR, VIEWER, login_as
-from tests.support.factories import child_thread_story, event
+from tests.support.stories import child_thread_story, event
 
 pytestmark = pytest.mark.django_db
 
