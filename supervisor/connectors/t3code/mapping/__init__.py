@@ -35,20 +35,31 @@ fact with the same id: a second telling is a duplicate, not a double.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any, Protocol
-from urllib.parse import unquote
 
-from supervisor.core import clock
 from supervisor.core.connectors import CONTINUE_WAKE_PREFIX
-from supervisor.core.contract import TaskDelegated, parse_timestamp
-from supervisor.core.times import outside_window
+from supervisor.core.contract import TaskDelegated
 
-from .schema import RESTART_COMMAND, Row, decoded
+from ..schema import RESTART_COMMAND, Row, decoded
+from .fields import ISO
+from .fields import as_ordinal as _ordinal
+from .fields import first_line as _first_line
+from .fields import first_string as _first_text
+from .fields import parse_time as _parse
+from .fields import string as _text
+from .fields import time_problem as _time_problem
+from .ids import event_id, item_id, request_key
+from .statuses import (
+    ITEM_FINISHED,
+    RUN_FINISHED,
+    RUN_UNDER_WAY,
+    TASK_STATUS,
+    TERMINAL,
+    WAKE_OUTCOMES,
+)
 
 # Event types this follower maps; the others T3 writes are known and carry nothing here.
 THREAD_TYPES = frozenset(
@@ -97,28 +108,6 @@ IGNORED_TYPES = frozenset(
 # Families T3 grows (attempts, sessions, checkpoints): any member is known and skipped.
 IGNORED_PREFIXES = ("run-attempt.", "provider-session.", "checkpoint")
 
-RUN_FINISHED = {
-    "completed": "completed",
-    "failed": "failed",
-    "interrupted": "interrupted",
-    "cancelled": "cancelled",
-}
-RUN_UNDER_WAY = frozenset({"preparing", "queued", "starting", "running", "waiting"})
-# T3's subagent statuses in the contract's: `pending` is accepted work about to run,
-# `idle` is settled but resumable (not terminal).
-TASK_STATUS = {
-    "pending": "running",
-    "running": "running",
-    "idle": "waiting",
-    "waiting": "waiting",
-    "completed": "completed",
-    "failed": "failed",
-    "cancelled": "cancelled",
-    "interrupted": "interrupted",
-}
-TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
-ITEM_FINISHED = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
-WAKE_OUTCOMES = frozenset({"completed", "failed", "cancelled", "updated"})
 # T3's failure classes of a run's error item (facts §2; `usage_limit` on newer builds).
 # Another is passed on as T3 wrote it, and counted.
 FAILURE_CLASSES = frozenset(
@@ -171,8 +160,6 @@ TOOL_NAME_PARTS = re.compile(r"__|[./:]")
 # T3's result for a child run that wrote no assistant text (J SubagentProjection.ts).
 NO_TEXT_RESULT = {"completed": "Child task completed without an assistant result."}
 
-ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
-
 
 class Lookup(Protocol):
     """What the mapper may read from the projections when its memory has nothing."""
@@ -180,17 +167,6 @@ class Lookup(Protocol):
     def message(self, message_id: str) -> Any: ...
 
     def last_assistant_text(self, run_id: str) -> str | None: ...
-
-
-def event_id(event_type: str, *key: Any) -> str:
-    """A stable id for a fact: the contract type and a digest of what identifies it."""
-    text = "\x1f".join("" if part is None else str(part) for part in key)
-    return f"t3:{event_type}:{hashlib.blake2b(text.encode(), digest_size=12).hexdigest()}"
-
-
-def item_id(thread: str, task_id: str) -> str:
-    """A roster entry's item: its task id is the provider's, unique within the thread."""
-    return f"{thread}:bg:{task_id}"
 
 
 class Mapper:
@@ -1601,20 +1577,6 @@ def is_delegate_call(p: dict) -> bool:
     return bool(name) and TOOL_NAME_PARTS.split(name)[-1] == DELEGATE_TOOL
 
 
-def request_key(task_id: str) -> str | None:
-    """The agent's `clientRequestId` an MCP-made task's id carries: T3 names the task
-    `node:delegated-task:<command>` (each part encoded, facts §8), the command
-    `command:mcp:<session>:delegate-task:<key>`; without one from the agent the key is
-    T3's own UUID. None for a task a client's command made."""
-    prefix = "node:delegated-task:"
-    if not task_id.startswith(prefix):
-        return None
-    parts = unquote(task_id[len(prefix) :]).split(":")
-    if len(parts) < 5 or parts[:2] != ["command", "mcp"] or parts[3] != "delegate-task":
-        return None
-    return unquote(parts[4])[:500] or None
-
-
 def _arguments(value: Any) -> dict:
     """A tool call's input or output as an object (providers store either, some as
     JSON text)."""
@@ -1661,22 +1623,6 @@ def _bound(mapping: dict, limit: int) -> None:
         del mapping[next(iter(mapping))]
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _first_text(*values: Any) -> str | None:
-    return next((v for v in values if isinstance(v, str) and v), None)
-
-
-def _first_line(value: Any) -> str:
-    return _text(value).strip().split("\n", 1)[0][:200]
-
-
-def _ordinal(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
 def _names(text: str, description: str | None) -> bool:
     """Does the (normalized) notice text name the entry's description?"""
     return bool(description) and _normalized(description) in text
@@ -1684,18 +1630,3 @@ def _names(text: str, description: str | None) -> bool:
 
 def _normalized(text: str | None) -> str:
     return " ".join((text or "").split()).casefold()
-
-
-def _time_problem(value: str) -> str | None:
-    """Why T3's `value` is no time to tell (None when it is one): the contract would
-    refuse it, and its event would be a dead letter instead of a fact."""
-    try:
-        when = parse_timestamp(value)
-    except ValueError:
-        return "not a real time"
-    return "outside the window" if outside_window(when, clock.now()) else None
-
-
-def _parse(at: str) -> datetime:
-    """A time `_at` chose: real, so this cannot raise."""
-    return parse_timestamp(at)
