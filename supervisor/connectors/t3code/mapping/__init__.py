@@ -52,6 +52,20 @@ from .fields import parse_time as _parse
 from .fields import string as _text
 from .fields import time_problem as _time_problem
 from .ids import event_id, item_id, request_key
+from .memory import (
+    KEEP_DEPARTED,
+    KEEP_ENDED,
+    KEEP_MESSAGES,
+    KEEP_NATIVES,
+    KEEP_REQUESTS,
+    KEEP_RUNS,
+    KEEP_TASK_WAKES,
+    KEEP_TASKS,
+    KEEP_TRANSFERS,
+    Memory,
+    bound,
+    keep_only,
+)
 from .statuses import (
     ITEM_FINISHED,
     RUN_FINISHED,
@@ -140,18 +154,6 @@ NOTICE_KINDS: dict[str, frozenset[str] | None] = {
 MODE_REQUIRED = TaskDelegated.model_fields["mode"].is_required()
 REPORTED, DELIVERED = 1, 2  # what a transfer has told
 ACTIVITY_EVERY = 30  # seconds: the contract's throttle for run.activity
-# Bounds on what memory keeps of things that may never be settled.
-KEEP_TASKS = 50_000
-KEEP_NATIVES = 20_000
-KEEP_MESSAGES = 20_000
-KEEP_RUNS = 20_000
-# Finished runs, for a late rewrite (a rollback) and a wait call's transfer: both come
-# soon after; memory is stored with every batch, so this stays small.
-KEEP_ENDED = 1_000
-KEEP_DEPARTED = 20
-KEEP_TRANSFERS = 20_000
-KEEP_TASK_WAKES = 20  # a task's wakes, until T3 settles its delivery
-KEEP_REQUESTS = 5_000  # delegate_task calls, until their task is known (a hang: never)
 # The agents' tool that delegates a task, as providers name a call of it (Claude:
 # `mcp__<server>__delegate_task`; Codex: `<server>.delegate_task`).
 DELEGATE_TOOL = "delegate_task"
@@ -179,28 +181,7 @@ class Mapper:
     def __init__(
         self, memory: dict | None = None, *, env: str | None = None, lookup: Lookup | None = None
     ):
-        self.memory = memory if memory is not None else {}
-        for section in (
-            "tasks",
-            "children",
-            "natives",
-            "rosters",
-            "departed",
-            "messages",
-            "runs",
-            "texts",
-            "pending",
-            "transfers",
-            "errors",
-            "failures",
-            "classes",
-            "requests",
-            "cohorts",
-            "commands",
-            "ended",
-            "build",
-        ):
-            self.memory.setdefault(section, {})
+        self.mem = Memory.from_dict(memory if memory is not None else {})
         self.env = env
         self.lookup = lookup
         self.out: list[dict] = []
@@ -216,6 +197,11 @@ class Mapper:
         self._rosters_by_thread: dict[str, set[str]] | None = None
         self._natives_by_thread: dict[str, set[str]] | None = None
         self._tasks_by_child: dict[str, set[str]] | None = None
+
+    @property
+    def memory(self) -> dict:
+        """The memory as the follower stores it (its sections change in place)."""
+        return self.mem.to_dict()
 
     # --- entry points ---------------------------------------------------------------
 
@@ -329,7 +315,7 @@ class Mapper:
         ):
             self._guard(self.message, payload)
         for run_id, (created, text) in texts.items():
-            self.memory["texts"][run_id] = [created, text]
+            self.mem.texts[run_id] = [created, text]
         for payload in sorted(
             (p for p in runs if isinstance(p, dict)),
             key=lambda p: (_text(p.get("threadId")), _ordinal(p.get("ordinal")) or 0),
@@ -344,18 +330,9 @@ class Mapper:
             self._guard(self.transfer, payload)
         self._started_by, self._began_by = set(), set()
         self._importing, self._run_ends = False, {}
-        for section in ("errors", "classes"):
-            self.memory[section] = {
-                run_id: value
-                for run_id, value in self.memory[section].items()
-                if run_id in self.memory["runs"]
-            }
-        # Texts of runs still under way stay; the others were used.
-        self.memory["texts"] = {
-            run_id: value
-            for run_id, value in self.memory["texts"].items()
-            if run_id in self.memory["runs"]
-        }
+        # Errors, classes and texts of runs still under way stay; the others were used.
+        for section in (self.mem.errors, self.mem.classes, self.mem.texts):
+            keep_only(section, self.mem.runs)
         return self.take()
 
     def _guard(self, handler, payload, occurred=None) -> None:
@@ -407,7 +384,7 @@ class Mapper:
             self._unknown_value(f"subagent.origin:{origin}")
 
     def task(self, p: dict, occurred: str | None, *, restart: bool = False) -> None:
-        tasks = self.memory["tasks"]
+        tasks = self.mem.tasks
         task_id, parent = p["id"], p["threadId"]
         child = _text(p.get("childThreadId")) or None
         known = tasks.get(task_id)
@@ -415,7 +392,7 @@ class Mapper:
             at = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
             if at is None:
                 return
-            _bound(tasks, KEEP_TASKS - 1)
+            bound(tasks, KEEP_TASKS - 1)
             known = tasks[task_id] = {
                 "parent": parent,
                 "run": _text(p.get("runId")) or None,
@@ -428,7 +405,7 @@ class Mapper:
             }
         if child and known["child"] != child:
             # A child thread's first run is its first task's (later ones are follow-ups).
-            self.memory["children"].setdefault(child, task_id)
+            self.mem.children.setdefault(child, task_id)
             if known["child"] and self._tasks_by_child is not None:
                 self._tasks_by_child.get(known["child"], set()).discard(task_id)
             known["child"] = child
@@ -436,7 +413,7 @@ class Mapper:
                 self._tasks_by_child.setdefault(child, set()).add(task_id)
         if "request" not in known:
             known["request"] = self._request_of(task_id, p, known)
-            if known["request"] not in self.memory["requests"]:
+            if known["request"] not in self.mem.requests:
                 # No call seen: one told later may still name it (its output), so what
                 # the delegation said is kept to tell it again, while the task is open.
                 known["said"] = [_text(p.get("title")), _text(p.get("prompt"))]
@@ -588,7 +565,7 @@ class Mapper:
                 "failure_class": failure_class,
                 # T3's own delivery record and its cohort's count then: evidence.
                 "delivery_record": known.get("record") if final else None,
-                "settled_deliveries": self.memory["cohorts"].get(known["run"]) if final else None,
+                "settled_deliveries": self.mem.cohorts.get(known["run"]) if final else None,
             },
             told_as=told_as,
         )
@@ -597,7 +574,7 @@ class Mapper:
         """T3's failure message and class for the task's result: its result run's error,
         else (the result run not told yet) the child's last failed run's. Memory kept
         before classes were read holds `[thread, error]`: no class then."""
-        failures = self.memory["failures"]
+        failures = self.mem.failures
         if known["result_run"]:
             failure = failures.get(known["result_run"])
             return (failure[1], _class_of(failure)) if failure else (None, None)
@@ -607,7 +584,7 @@ class Mapper:
         return None, None
 
     def native(self, p: dict, occurred: str | None) -> None:
-        natives = self.memory["natives"]
+        natives = self.mem.natives
         sub_id, thread = p["id"], p["threadId"]
         status = p.get("status")
         if status not in TASK_STATUS:
@@ -622,7 +599,7 @@ class Mapper:
             at = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
             if at is None:
                 return
-            _bound(natives, KEEP_NATIVES - 1)
+            bound(natives, KEEP_NATIVES - 1)
             self._natives_of(thread).add(sub_id)
             known = natives[sub_id] = {
                 "thread": thread,
@@ -665,7 +642,7 @@ class Mapper:
 
     def roster(self, p: dict, occurred: str | None, run: str | None = None) -> None:
         provider_thread = _text(p.get("id"))
-        rosters = self.memory["rosters"]
+        rosters = self.mem.rosters
         before = rosters.get(provider_thread, {"thread": None, "tasks": {}})
         thread = _text(p.get("appThreadId")) or before["thread"]
         if not provider_thread or not thread:
@@ -674,14 +651,14 @@ class Mapper:
         at = self._at(p.get("updatedAt"), occurred)
         if at is None:
             return
-        if "pendingBackgroundTasks" in p and not self.memory["build"].get("roster"):
+        if "pendingBackgroundTasks" in p and not self.mem.build.get("roster"):
             # This build lists background work: its roster, not command items, tells it.
-            self.memory["build"]["roster"] = 1
+            self.mem.build["roster"] = 1
         entries = self._entries(p.get("pendingBackgroundTasks"))
         run = _text(run) or None
         natives_by_child = {
             native["child"]
-            for native in map(self.memory["natives"].get, self._natives_of(thread))
+            for native in map(self.mem.natives.get, self._natives_of(thread))
             if native and native.get("child")
         }
         for task_id, entry in entries.items():
@@ -742,7 +719,7 @@ class Mapper:
         return entries
 
     def _departed(self, thread, item, kind, description, child, at) -> None:
-        departed = self.memory["departed"].setdefault(thread, [])
+        departed = self.mem.departed.setdefault(thread, [])
         departed.append([item, kind, description, child, at])
         del departed[:-KEEP_DEPARTED]
 
@@ -756,7 +733,7 @@ class Mapper:
         role = p.get("role")
         run = _text(p.get("runId")) or None
         if role == "assistant":
-            if run and run in self.memory["runs"]:
+            if run and run in self.mem.runs:
                 text = p.get("text") if isinstance(p.get("text"), str) else ""
                 self._text_of(run, _text(p.get("updatedAt")) or _text(p.get("createdAt")), text)
                 self.activity(p, occurred)
@@ -766,7 +743,7 @@ class Mapper:
             return
         # A notice given a run that another message started was steered into that run
         # (a run not seen yet may be the notice's own, queued: its row tells).
-        known_run = self.memory["runs"].get(run) if run else None
+        known_run = self.mem.runs.get(run) if run else None
         steered = (
             isinstance(entry, list)
             and entry[0]
@@ -779,19 +756,19 @@ class Mapper:
                 entry[1] = 1
                 for wake in entry[0]:
                     self._emit("wake.delivered", (wake,), at, {"wake": wake, "run": run})
-        for run_id in self.memory["pending"].pop(message_id, []):
-            known = self.memory["runs"].get(run_id)
+        for run_id in self.mem.pending.pop(message_id, []):
+            known = self.mem.runs.get(run_id)
             held = known.pop("held", None) if known else None
             if held:
                 self._request(run_id, held["threadId"], held["ordinal"], held, None, known)
                 if known.get("finished"):
-                    del self.memory["runs"][run_id]
+                    del self.mem.runs[run_id]
 
     def _remember(self, p, message_id, thread, role, run, occurred):
         """What a run started by this message needs to know of it: a notice's wakes and
         whether they were delivered (`[wakes, delivered]`, kept: each notice is read once),
         or "m" (a message) and "s" (a scheduled task's), kept only while no run has it."""
-        messages = self.memory["messages"]
+        messages = self.mem.messages
         entry = messages.get(message_id)
         if entry is not None:
             return entry
@@ -805,12 +782,12 @@ class Mapper:
         elif role == "user":
             entry = "s" if p.get("scheduledTaskId") else "m"
             started = self._importing and message_id in self._started_by
-            if run and not started and message_id not in self.memory["pending"]:
+            if run and not started and message_id not in self.mem.pending:
                 return entry  # already in a run: no run will name it as new
         else:
             return None  # system messages start no run
         messages[message_id] = entry
-        _bound(messages, KEEP_MESSAGES)
+        bound(messages, KEEP_MESSAGES)
         return entry
 
     def continued(self, p: dict, message_id: str, thread: str, occurred: str | None) -> list:
@@ -818,7 +795,7 @@ class Mapper:
         connector sends it with the continue's manual wake as its message id
         (`supervisor:continue:<key>`): a manual wake of the child's task, so the run it
         starts or joins is the task's (contract §4, rule 5)."""
-        task = self.memory["children"].get(thread)
+        task = self.mem.children.get(thread)
         at = self._at(p.get("createdAt"), occurred)
         if not message_id.startswith(CONTINUE_WAKE_PREFIX) or not task or at is None:
             return []
@@ -854,7 +831,7 @@ class Mapper:
             wakes = []
             for index, task_id in enumerate(task_ids):
                 wake = message_id if index == 0 else f"{message_id}#{index + 1}"
-                task = self.memory["tasks"].get(task_id)
+                task = self.mem.tasks.get(task_id)
                 # The text handed is the result; the notice's summary is only a headline.
                 text = (task or {}).get("result") or detail
                 child = _text(source.get("childThreadId")) or (task or {}).get("child")
@@ -916,7 +893,7 @@ class Mapper:
         entry = [message_id, run]
         wakes = task.setdefault("wakes", {})
         wakes[wake] = entry
-        _bound(wakes, KEEP_TASK_WAKES)
+        bound(wakes, KEEP_TASK_WAKES)
         settled = task.get("settled")
         if settled and not (self._importing and message_id in self._began_by):
             self._settle(wake, entry, settled, queued=at)
@@ -928,21 +905,21 @@ class Mapper:
         child = _text(source.get("childThreadId")) or None
         norm = _normalized(text)
         candidates = []
-        departed = self.memory["departed"].get(thread, [])
+        departed = self.mem.departed.get(thread, [])
         for index, (item, kind, description, entry_child, left) in enumerate(departed):
             if family is not None and kind not in family:
                 continue
             candidates.append((item, description, entry_child, 1, left, ("departed", index)))
         # Work still listed (a roster that keeps an entry until its wake run starts)
         # counts only when the notice names it.
-        for roster in map(self.memory["rosters"].get, self._rosters_of(thread)):
+        for roster in map(self.mem.rosters.get, self._rosters_of(thread)):
             if not roster or roster["thread"] != thread:
                 continue
             for task_id, (kind, description, entry_child) in roster["tasks"].items():
                 if (family is None or kind in family) and _names(norm, description):
                     item = item_id(thread, task_id)
                     candidates.append((item, description, entry_child, 0, "", None))
-        for native in map(self.memory["natives"].get, self._natives_of(thread)):
+        for native in map(self.mem.natives.get, self._natives_of(thread)):
             if not native or native["thread"] != thread or native["finished"]:
                 continue
             if (family is None or "subagent" in family) and _names(norm, native.get("title")):
@@ -966,7 +943,7 @@ class Mapper:
         if best[5] is not None and outcome != "updated":
             del departed[best[5][1]]  # one notice per departure
             if not departed:
-                del self.memory["departed"][thread]
+                del self.mem.departed[thread]
         return best[0]
 
     # --- runs -----------------------------------------------------------------------
@@ -978,13 +955,13 @@ class Mapper:
             self._unknown_value("run.id")
             return
         self._cohort(run_id, p)
-        if run_id in self.memory["ended"]:
+        if run_id in self.mem.ended:
             return  # told once: a later rewrite (a rollback, say) changes nothing here
-        runs = self.memory["runs"]
+        runs = self.mem.runs
         known = runs.get(run_id)
         if known is None:
             known = runs[run_id] = {"requested": False, "started": False, "activity": None}
-            _bound(runs, KEEP_RUNS)
+            bound(runs, KEEP_RUNS)
         if not known["requested"]:
             self._request(run_id, thread, ordinal, p, occurred, known)
         status = p.get("status")
@@ -1001,17 +978,17 @@ class Mapper:
                 return
             text = self._final_text(run_id)
             # T3 writes a failed run's error as an error turn item, not as its text.
-            error = self.memory["errors"].pop(run_id, None)
-            failure_class = self.memory["classes"].pop(run_id, None)
+            error = self.mem.errors.pop(run_id, None)
+            failure_class = self.mem.classes.pop(run_id, None)
             if status != "failed":
                 failure_class = None
             if status == "failed" and error is None and text:
                 error = text
             if status == "failed" and error:
                 # Kept for the task's report: T3 writes the failure only on the run.
-                self.memory["failures"][run_id] = [thread, error, failure_class]
-                _bound(self.memory["failures"], KEEP_ENDED)
-            if not text.strip() and error is None and thread in self.memory["children"]:
+                self.mem.failures[run_id] = [thread, error, failure_class]
+                bound(self.mem.failures, KEEP_ENDED)
+            if not text.strip() and error is None and thread in self.mem.children:
                 # A task's run with no text: the result T3 hands for it (facts §4).
                 text = NO_TEXT_RESULT.get(status) or f"Child task ended with status {status}."
             self._emit(
@@ -1032,8 +1009,8 @@ class Mapper:
             )
             known.pop("wakes", None)  # ended without starting: its wakes never arrived
             self._promote(run_id, thread)
-            self.memory["ended"][run_id] = at
-            _bound(self.memory["ended"], KEEP_ENDED)
+            self.mem.ended[run_id] = at
+            bound(self.mem.ended, KEEP_ENDED)
             if known["requested"]:
                 del runs[run_id]
             else:
@@ -1047,8 +1024,8 @@ class Mapper:
         cohort = p.get("delegatedCompletion")
         settled = cohort.get("settledDeliveryCount") if isinstance(cohort, dict) else None
         if isinstance(settled, int) and not isinstance(settled, bool) and settled >= 0:
-            self.memory["cohorts"][run_id] = settled
-            _bound(self.memory["cohorts"], KEEP_RUNS)
+            self.mem.cohorts[run_id] = settled
+            bound(self.mem.cohorts, KEEP_RUNS)
 
     def _request(self, run_id, thread, ordinal, p, occurred, known) -> None:
         at = self._at(p.get("requestedAt"), p.get("createdAt"), occurred)
@@ -1061,7 +1038,7 @@ class Mapper:
             known["held"] = {
                 k: p.get(k) for k in ("id", "threadId", "ordinal", "requestedAt", "userMessageId")
             }
-            waiting = self.memory["pending"].setdefault(start, [])
+            waiting = self.mem.pending.setdefault(start, [])
             if run_id not in waiting:
                 waiting.append(run_id)
             return
@@ -1087,12 +1064,12 @@ class Mapper:
     def _trigger(self, thread: str, ordinal: int, start: str | None):
         """The run's trigger and the wakes it delivers; (None, []) to wait for the
         message that started it."""
-        task = self.memory["children"].get(thread)
+        task = self.mem.children.get(thread)
         if start is None:
             if ordinal == 1 and task:
                 return {"kind": "delegation", "task": task}, []
             return {"kind": "other"}, []
-        messages = self.memory["messages"]
+        messages = self.mem.messages
         entry = messages.get(start)
         if entry is None and self.lookup is not None:
             payload = self.lookup.message(start)
@@ -1122,12 +1099,12 @@ class Mapper:
 
     def _text_of(self, run: str, when: str, text: str) -> None:
         """T3's choice of a run's result: its latest non-empty assistant text."""
-        last = self.memory["texts"].get(run)
+        last = self.mem.texts.get(run)
         if last is None or (text.strip() and (not last[1].strip() or when >= last[0])):
-            self.memory["texts"][run] = [when, text]
+            self.mem.texts[run] = [when, text]
 
     def _final_text(self, run_id: str) -> str:
-        last = self.memory["texts"].pop(run_id, None)
+        last = self.mem.texts.pop(run_id, None)
         if last is not None:
             return last[1]
         text = self.lookup.last_assistant_text(run_id) if self.lookup else None
@@ -1141,24 +1118,24 @@ class Mapper:
             failure = p.get("failure") if isinstance(p.get("failure"), dict) else {}
             message = _text(failure.get("message")) or _text(p.get("title"))
             if message:
-                self.memory["errors"][run] = message
-                _bound(self.memory["errors"], KEEP_RUNS)
+                self.mem.errors[run] = message
+                bound(self.mem.errors, KEEP_RUNS)
             failure_class = _text(failure.get("class"))[:200]
             if failure_class:
                 # T3's own kind of failure (a usage limit, a transport fault): the rules
                 # tell an account limit from a passing fault by it.
                 if failure_class not in FAILURE_CLASSES:
                     self._unknown_value(f"failure.class:{failure_class}")
-                self.memory["classes"][run] = failure_class
-                _bound(self.memory["classes"], KEEP_RUNS)
+                self.mem.classes[run] = failure_class
+                bound(self.mem.classes, KEEP_RUNS)
         elif kind == "command_execution" and run:
             self.command(p, run, occurred)
         elif kind == "dynamic_tool" and is_delegate_call(p):
             self.delegate_call(p, occurred)
-        elif kind == "assistant_message" and run in self.memory["runs"]:
+        elif kind == "assistant_message" and run in self.mem.runs:
             # A build that writes replies as items only: the item is the run's text.
             text = _text(p.get("text"))
-            if text and run not in self.memory["texts"]:
+            if text and run not in self.mem.texts:
                 self._text_of(run, _text(p.get("updatedAt")), text)
         self.activity(p, occurred)
 
@@ -1175,7 +1152,7 @@ class Mapper:
             return
         arguments = _arguments(p.get("input"))
         key = _text(arguments.get("clientRequestId"))[:500] or item_key
-        requests = self.memory["requests"]
+        requests = self.mem.requests
         request = requests.get(key)
         if request is None:
             at = self._at(p.get("startedAt"), p.get("createdAt"), p.get("updatedAt"), occurred)
@@ -1188,7 +1165,7 @@ class Mapper:
                 "title": title,
                 "task": None,
             }
-            _bound(requests, KEEP_REQUESTS)
+            bound(requests, KEEP_REQUESTS)
             self._emit(
                 "task.requested",
                 (key,),
@@ -1206,7 +1183,7 @@ class Mapper:
             self._refused(p, request, key, output, occurred)
         if request["task"] is None and isinstance(named, str) and named:
             request["task"] = named
-            task = self.memory["tasks"].get(named)
+            task = self.mem.tasks.get(named)
             if task is not None and task.get("request") != key and task.get("said"):
                 # Told before this call named it: told again, now with the call's id.
                 task["request"], task["late_request"] = key, 1
@@ -1244,7 +1221,7 @@ class Mapper:
 
     def _request_of(self, task_id: str, p: dict, known: dict) -> str | None:
         """The `client_request_id` of the call that made this task, if any is known."""
-        requests = self.memory["requests"]
+        requests = self.mem.requests
         key = request_key(task_id)
         if key is not None and key in requests:
             requests[key]["task"] = task_id
@@ -1274,7 +1251,7 @@ class Mapper:
         item_key, thread = _text(p.get("id")), _text(p.get("threadId"))
         if not item_key or not thread:
             return
-        commands = self.memory["commands"]
+        commands = self.mem.commands
         status = p.get("status")
         final = status in ITEM_FINISHED
         known = commands.get(item_key)
@@ -1288,12 +1265,12 @@ class Mapper:
             elif final:
                 return  # began and ended inside its run (or before this follower)
             else:
-                outlived = run in self.memory["ended"]  # started once its run was over
+                outlived = run in self.mem.ended  # started once its run was over
             started = self._at(p.get("startedAt"), p.get("updatedAt"), occurred)
             if started is None:
                 return
             known = commands[item_key] = [thread, run, label, started, 0]
-            _bound(commands, KEEP_RUNS)
+            bound(commands, KEEP_RUNS)
             if outlived:
                 self._promote_one(item_key, known)
         if final:
@@ -1312,13 +1289,13 @@ class Mapper:
                 self._departed(thread, item, "command", label, None, at)
 
     def _promote(self, run_id: str, thread: str) -> None:
-        for item_key, known in list(self.memory["commands"].items()):
+        for item_key, known in list(self.mem.commands.items()):
             if known[1] == run_id and not known[4]:
                 self._promote_one(item_key, known)
 
     def _promote_one(self, item_key: str, known: list) -> None:
         thread, run, label, started, _ = known
-        if self.memory["build"].get("roster") and self._listed(thread):
+        if self.mem.build.get("roster") and self._listed(thread):
             # The roster's entry stands for this work. A roster that lists nothing (an
             # import after the entry left) leaves the command item as the only trace.
             return
@@ -1333,7 +1310,7 @@ class Mapper:
 
     def _listed(self, thread: str) -> bool:
         """Does a roster of this thread list command work now?"""
-        for roster in map(self.memory["rosters"].get, self._rosters_of(thread)):
+        for roster in map(self.mem.rosters.get, self._rosters_of(thread)):
             if roster and any(
                 entry[0] in ("command", "other") for entry in roster["tasks"].values()
             ):
@@ -1352,7 +1329,7 @@ class Mapper:
         for entry in work:
             task_id = _text(entry.get("id")) if isinstance(entry, dict) else ""
             for provider_thread in list(self._rosters_of(thread)):
-                roster = self.memory["rosters"].get(provider_thread)
+                roster = self.mem.rosters.get(provider_thread)
                 if not roster or task_id not in roster["tasks"]:
                     continue
                 kind, description, child = roster["tasks"].pop(task_id)
@@ -1368,7 +1345,7 @@ class Mapper:
     def activity(self, p: dict, occurred: str | None) -> None:
         """Output of a run under way (a message, a tool call): at most one per 30 s."""
         run, thread = _text(p.get("runId")), _text(p.get("threadId"))
-        known = self.memory["runs"].get(run) if run else None
+        known = self.mem.runs.get(run) if run else None
         if known is None or not thread:
             return
         at = self._at(p.get("updatedAt"), occurred)
@@ -1399,8 +1376,8 @@ class Mapper:
         if task_id is None:
             self._unknown_value("context-transfer.task")
             return
-        known = self.memory["tasks"][task_id]
-        transfers = self.memory["transfers"]
+        known = self.mem.tasks[task_id]
+        transfers = self.mem.transfers
         done = transfers.get(transfer_id, 0)  # 1: its result run told; 2: its delivery
         at = self._at(p.get("createdAt"), p.get("updatedAt"), occurred)
         if at is None:
@@ -1415,7 +1392,7 @@ class Mapper:
                 self._report(task_id, known, known["status"], at, key=None, told_as=first + suffix)
             done |= REPORTED
         transfers[transfer_id] = done
-        _bound(transfers, KEEP_TRANSFERS)
+        bound(transfers, KEEP_TRANSFERS)
         if done & DELIVERED or target_run is None:
             return
         waits = known["waits"]
@@ -1425,7 +1402,7 @@ class Mapper:
             waits = target_run == known["run"]
         if not waits:
             return
-        ended = self.memory["ended"].get(target_run)
+        ended = self.mem.ended.get(target_run)
         if isinstance(ended, str) and ended < at:
             # The delegating run ended before the result: the blocking call died (the
             # client's ~5 minute limit), so the tool call handed nothing.
@@ -1448,7 +1425,7 @@ class Mapper:
         transfers[transfer_id] = done | DELIVERED
 
     def _transfer_task(self, p: dict, source_thread: str, target_thread: str) -> str | None:
-        tasks = self.memory["tasks"]
+        tasks = self.mem.tasks
         for key in ("subagentId", "taskId", "nodeId"):
             named = _text(p.get(key))
             if named in tasks:
@@ -1468,7 +1445,7 @@ class Mapper:
         """The tasks whose child thread this is (a task and its follow-ups), sorted."""
         if self._tasks_by_child is None:
             self._tasks_by_child = {}
-            for task_id, known in self.memory["tasks"].items():
+            for task_id, known in self.mem.tasks.items():
                 if known["child"]:
                     self._tasks_by_child.setdefault(known["child"], set()).add(task_id)
         return sorted(self._tasks_by_child.get(child, ()))
@@ -1477,7 +1454,7 @@ class Mapper:
         """The provider threads whose roster is this app thread's."""
         if self._rosters_by_thread is None:
             self._rosters_by_thread = {}
-            for provider_thread, roster in self.memory["rosters"].items():
+            for provider_thread, roster in self.mem.rosters.items():
                 self._rosters_by_thread.setdefault(roster["thread"], set()).add(provider_thread)
         return self._rosters_by_thread.setdefault(thread, set())
 
@@ -1485,7 +1462,7 @@ class Mapper:
         """The native subagents started in this thread."""
         if self._natives_by_thread is None:
             self._natives_by_thread = {}
-            for sub_id, native in self.memory["natives"].items():
+            for sub_id, native in self.mem.natives.items():
                 self._natives_by_thread.setdefault(native["thread"], set()).add(sub_id)
         return self._natives_by_thread.setdefault(thread, set())
 
@@ -1615,12 +1592,6 @@ def _item_kind(kind: str, source: dict) -> str:
 
 def _class_of(failure: list) -> str | None:
     return failure[2] if len(failure) > 2 else None
-
-
-def _bound(mapping: dict, limit: int) -> None:
-    """Forget the oldest entries past `limit` (dicts keep insertion order)."""
-    while len(mapping) > limit:
-        del mapping[next(iter(mapping))]
 
 
 def _names(text: str, description: str | None) -> bool:
