@@ -268,7 +268,9 @@ def child_profile(state: str, batch: int) -> dict:
 
     parts = {
         "reading T3's rows (schema.StateDB)": cumulative("t3code/schema.py", "rows_after"),
-        "mapping rows to events (mapping.Mapper)": cumulative("t3code/mapping.py", "map_rows"),
+        "mapping rows to events (mapping.Mapper)": cumulative(
+            "t3code/mapping/mapper.py", "map_rows"
+        ),
         "ingest (core.ingest.apply_events)": cumulative("core/ingest/apply.py", "apply_events"),
         "  of which validation (contract.parse_event)": cumulative(
             "core/contract/events.py", "parse_event"
