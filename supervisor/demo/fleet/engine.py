@@ -21,14 +21,24 @@ import itertools
 import random
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from supervisor.core.snapshot import TERMINAL_STATUSES, DetectionSettings
 
-ORIGIN_ENV = "origin"
-REMOTE_ENVS = ("linked-box-1", "linked-box-2")
+from .demo import OPENING_SPAN
+from .records import ORIGIN_ENV, REMOTE_ENVS, FleetTask, Plan, ThreadState, stamp
+from .texts import (
+    ACCOUNT_LIMITS,
+    ACTIVITY_NOTES,
+    PARENT_TITLES,
+    PROVIDERS,
+    REAL_FAILURES,
+    TRANSIENT_ERRORS,
+    WORKS,
+    Work,
+)
+
 DEFAULT_START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 # The failures of the field reports (../shared/seeds), each as the scenarios shape it.
@@ -127,47 +137,6 @@ PAIRED = frozenset({"serialized_wait", "duplicate_delegation"})
 # Failures that need the child on another environment.
 REMOTE_ONLY = frozenset({"remote_monitor"})
 
-# `make run`'s demo: every task and thread kind opens within its first five minutes.
-# The opening starts the slow failures first (a finalize waiting on a long background
-# item, a hang timed against `stuck_after`), the quick ones (a held wait call) last.
-DEMO_OPENING: tuple[str | None, ...] = (
-    "stale_finalize",
-    "remote_monitor",
-    "duplicate_delegation",
-    "stuck",
-    # Timed against `stuck_after` like stuck: among the slow ones, not at the end.
-    "silent_background_item",
-    "left_by_restart",
-    "late_wake",
-    "orphan_wake",
-    "never_delivered",
-    "transient_failure",
-    "parent_not_active",
-    # Quick (`cancel_grace` after a short run), yet not last: the held wait call is.
-    "cancel_not_propagated",
-    "serialized_wait",
-    "delegation_never_started",
-    "completed_on_failure",
-    "account_limit",
-    "misrouted_wake",
-)
-DEMO_DETECTION = {
-    "delivery_grace": 20,
-    "orphan_grace": 20,
-    "wake_timeout": 100,
-    "stuck_after": 150,
-    "wake_start_timeout": 90,
-    "dispatch_lag": 5,
-    "source_silence": 45,
-    "spawn_timeout": 30,
-    "cancel_grace": 20,
-}
-# The opening's last episode starts by then, however many failures it carries, so that
-# the quick ones at its end still flag within the demo's first five minutes.
-OPENING_SPAN = 200.0
-DEMO_DURATIONS = 0.25  # work and waits at a quarter of a real fleet's
-DEMO_RATE = 3.0  # delegations per minute
-
 HEALTHY_SHAPES = (
     ("simple", 4),
     ("background", 3),
@@ -177,217 +146,6 @@ HEALTHY_SHAPES = (
     ("retry", 2),
     ("real_failure", 1),
 )
-
-PARENT_TITLES = (
-    "Release coordinator",
-    "Platform lead",
-    "Merge captain",
-    "Ops lead",
-    "Client migration lead",
-    "Docs lead",
-)
-PROVIDERS = (("claudeAgent", "claude-opus-5-5"), ("codex", "gpt-6.1-sol"))
-
-
-@dataclass(frozen=True)
-class Work:
-    """One kind of work a parent delegates; `{ref}` makes each task's texts its own."""
-
-    slug: str
-    title: str
-    prompt: str
-    interim: str  # the child's "still working" text when it waits on something
-    final: str
-    command: str
-    review: str  # what a reviewer it asks for reports
-
-
-WORKS = (
-    Work(
-        "retry-port",
-        "Port the retry loop to the new client ({ref})",
-        "Port the retry loop to the new HTTP client, run the suite, open a PR ({ref}).",
-        "Ported the retry loop ({ref}); the suite is running, waiting on the checks.",
-        "Retry loop ported ({ref}): suite green, 412 passed; PR is ready to merge.",
-        "pytest -q tests/",
-        "Review of {ref}: two nits in the backoff jitter; otherwise correct.",
-    ),
-    Work(
-        "ci-watch",
-        "Open the PR and watch CI ({ref})",
-        "Open a PR for the fix and report when CI is green ({ref}).",
-        "PR opened for {ref}; waiting on CI.",
-        "CI green for {ref}; the PR is ready to merge.",
-        "gh pr checks --watch",
-        "Review of {ref}: the change is minimal and tested; approve.",
-    ),
-    Work(
-        "flaky-bisect",
-        "Bisect the flaky retry test ({ref})",
-        "Find the commit that made test_retry_backoff flaky ({ref}).",
-        "Reproduced the flaky test for {ref}; bisecting in the background.",
-        "Bisected {ref}: commit 4be1c0d made the backoff clock global; fix proposed.",
-        "git bisect run ./scripts/repro-flaky.sh",
-        "Review of {ref}: the bisect script is sound; the culprit commit is right.",
-    ),
-    Work(
-        "schema-audit",
-        "Audit the schema changes ({ref})",
-        "Audit the schema changes of the release and check the indexes ({ref}).",
-        "Schema audit for {ref} under way; the index check is running.",
-        "Schema audit done ({ref}): 3 missing indexes on orders; migration drafted.",
-        "./manage.py sqlmigrate --check",
-        "Review of {ref}: the migration is safe to run online.",
-    ),
-    Work(
-        "docs-install",
-        "Rewrite the install docs ({ref})",
-        "Rewrite docs/install.md for the new installer ({ref}).",
-        "Drafted the install docs for {ref}; the link checker is running.",
-        "Install docs rewritten ({ref}): 5 sections, all links checked.",
-        "lychee docs/",
-        "Review of {ref}: clear; one outdated screenshot to replace.",
-    ),
-    Work(
-        "load-test",
-        "Run the staging load test ({ref})",
-        "Run the staging load test up to 800 rps and report p99 ({ref}).",
-        "Load test for {ref} ramping up; waiting on the run to end.",
-        "Load test done ({ref}): 800 rps held, p99 210 ms, no errors.",
-        "k6 run load/staging.js",
-        "Review of {ref}: the test plan matches production traffic.",
-    ),
-    Work(
-        "lint-sweep",
-        "Sweep the lint warnings ({ref})",
-        "Fix the lint warnings in api/ and web/ ({ref}).",
-        "Fixed the api/ warnings for {ref}; ruff is running over web/.",
-        "Lint sweep done ({ref}): 58 warnings fixed, none left.",
-        "ruff check web/",
-        "Review of {ref}: fixes are mechanical; fine.",
-    ),
-    Work(
-        "deploy-staging",
-        "Deploy the release to staging ({ref})",
-        "Deploy the release to staging, run the smoke checks ({ref}).",
-        "Deploying {ref} to staging; waiting for the rollout.",
-        "Deployed {ref} to staging; smoke checks green.",
-        "kubectl rollout status deploy/api",
-        "Review of {ref}: rollout plan is safe.",
-    ),
-    Work(
-        "dep-bump",
-        "Bump the HTTP client dependency ({ref})",
-        "Bump the HTTP client to the new major and fix the call sites ({ref}).",
-        "Bumped the client for {ref}; the full suite is running.",
-        "Client bumped ({ref}): 14 call sites fixed, suite green.",
-        "uv run pytest",
-        "Review of {ref}: the call-site changes look right.",
-    ),
-)
-
-# Passing provider or transport faults: contract §5 says transient_failure for these.
-TRANSIENT_ERRORS = (
-    "Failed to authenticate. API Error: 403 Attention Required! | Cloudflare",
-    'API Error: 529 {"type":"overloaded_error","message":"Overloaded"}',
-    "API Error: 503 Service Unavailable",
-    "Request failed: fetch failed (ECONNRESET)",
-    "API Error: 429 rate limit exceeded for this organization",
-    "Provider stream ended: socket hang up",
-)
-# Real failures: none of the words or codes above, so no transient_failure.
-REAL_FAILURES = (
-    "Dry-run failed for {ref}: migration 0042 drops a column still read by billing. Not applying.",
-    "Cannot build {ref}: the lockfile pins protobuf 3.20, which the new plugin refuses. "
-    "Needs a decision on the upgrade.",
-    "Stopped on {ref}: main has uncommitted changes that are not mine; refusing to overwrite them.",
-)
-# Account limits as providers word them (account_limit), some with their reset.
-ACCOUNT_LIMITS = (
-    "5-hour limit reached ∙ resets in 3 hours",
-    "You've hit your usage limit. Upgrade to Pro or try again in 2 days 4 hours.",
-    "API Error: 429 You exceeded your current quota, please check your plan and billing "
-    "details. (insufficient_quota)",
-    "Your credit balance is too low to access the Anthropic API.",
-)
-ACTIVITY_NOTES = (
-    "Bash: pytest -q",
-    "Edit: src/client/retry.py",
-    "Read: docs/install.md",
-    "Grep: RetryPolicy",
-    "Bash: git diff main",
-    "Write: notes/plan.md",
-    "Bash: gh pr view --json checks",
-)
-
-
-@dataclass
-class FleetTask:
-    """A task the fleet delegated, with what it carries and what Supervisor must flag."""
-
-    task: str
-    title: str
-    prompt: str
-    parent_thread: str
-    child_thread: str
-    mode: str
-    env: str  # where its delegation and reports come from
-    child_env: str
-    shape: str
-    failure: str | None
-    expected_flags: list[str]
-    delegated_at: str
-    passing_flags: list[str] = field(default_factory=list)  # raised, resolved by `until`
-    parent_task: str | None = None  # a reviewer's: the task whose child asked for it
-    cancelled: bool = False  # an answer to a cancel action stopped its child
-    wait_run: str | None = None  # mode wait: the parent run waiting on its result
-    report: str | None = None  # the status of its latest report
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "title": self.title,
-            "parent_thread": self.parent_thread,
-            "child_thread": self.child_thread,
-            "mode": self.mode,
-            "env": self.env,
-            "child_env": self.child_env,
-            "shape": self.shape,
-            "failure": self.failure,
-            "expected_flags": list(self.expected_flags),
-            "passing_flags": list(self.passing_flags),
-            "delegated_at": self.delegated_at,
-            "parent_task": self.parent_task,
-        }
-
-
-@dataclass
-class ThreadState:
-    """What the fleet knows of a thread: its environment, runs and the ones not finished."""
-
-    thread: str
-    env: str
-    runs: dict[str, int] = field(default_factory=dict)  # run id -> ordinal
-    active: list[str] = field(default_factory=list)  # requested, not finished, oldest first
-    wakes: int = 0  # wakes queued for it so far (for ids)
-    items: int = 0
-
-    @property
-    def max_ordinal(self) -> int:
-        return max(self.runs.values(), default=0)
-
-
-@dataclass
-class _Plan:
-    """An episode decided by the launcher: who delegates, what, carrying which failure."""
-
-    parent: str
-    failure: str | None
-    shape: str
-    mode: str
-    remote: str | None  # the child's environment when remote
-    reviewers: int  # grandchild tasks the child delegates
-    size: int  # tasks it delegates in all
 
 
 class Fleet:
@@ -887,7 +645,7 @@ class Fleet:
         opening would not have launched its last one by `OPENING_SPAN`."""
         return round(min(60.0 / self.rate, OPENING_SPAN / max(len(self.opening) - 1, 1)), 3)
 
-    def _plan(self, launched: int) -> _Plan:
+    def _plan(self, launched: int) -> Plan:
         budget = None if self.task_limit is None else self.task_limit - self._planned
         parent = self.rng.choice(self.parents)
         failure = None
@@ -926,7 +684,7 @@ class Fleet:
             if reviewers == 0 and shape == "reviewer":
                 shape = "simple"
         size = (2 if failure in PAIRED else 1) + reviewers
-        return _Plan(parent, failure, shape, mode, remote, reviewers, size)
+        return Plan(parent, failure, shape, mode, remote, reviewers, size)
 
     def _quiet_parent(self, launched: int) -> str:
         parent = f"thread:{self.tag}:quiet-lead-{launched + 1}"
@@ -945,7 +703,7 @@ class Fleet:
             model=model,
         )
 
-    def _episode(self, plan: _Plan):
+    def _episode(self, plan: Plan):
         work = self.rng.choice(WORKS)
         # Every text names the episode: two tasks' equal texts would reach a parent as one.
         ref = f"#{1000 + next(self._episodes)}"
@@ -1026,7 +784,7 @@ class Fleet:
         yield 0.1
         yield from self._hand_to_parent(task, summary, "completed", named_task=named_task)
 
-    def _simple(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan, *, span=None):
+    def _simple(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan, *, span=None):
         child = task.child_thread
         yield from self._started_report(task)
         yield from self._work(child, run, span or self._span(40, 300))
@@ -1039,7 +797,7 @@ class Fleet:
             named = f"node:delegated-task:provider-continuation%3A{self.tag}%3A{slug}"
         yield from self._complete(task, run, final, named_task=named)
 
-    def _stuck(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _stuck(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child's run works a while, then hangs: no event from it ever again, so
         once `stuck_after` has passed since its last activity nothing owned happened."""
         child = task.child_thread
@@ -1055,7 +813,7 @@ class Fleet:
         )
         self._falls_due(self.now + self.settings.stuck_after)
 
-    def _never_delivered(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _never_delivered(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child completes; the orchestrator says it hands results by wakes alone and
         queues none (T3's cap of two completion wakes per cohort): the parent, idle,
         never gets it."""
@@ -1075,7 +833,7 @@ class Fleet:
         )
         self._falls_due(self.now + self.settings.delivery_grace)
 
-    def _left_by_restart(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _left_by_restart(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child's run works a while; the orchestrator restarts and its recovery
         cancels the run; the task stays reported running and nothing resumes it."""
         child = task.child_thread
@@ -1103,7 +861,7 @@ class Fleet:
         self._finish_run(child, run, "interrupted", partial, "interrupted by the user")
         yield from self._complete(task, run, partial)
 
-    def _account_limit(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _account_limit(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child's run ends on the account's usage limit (T3's failure class
         usage_limit); the task is reported failed and the failure handed to the parent."""
         child = task.child_thread
@@ -1112,7 +870,7 @@ class Fleet:
         text = f"Stopped on {ref}: {self.rng.choice(ACCOUNT_LIMITS)}"
         yield from self._fail(task, run, text, text, failure_class="usage_limit")
 
-    def _misrouted_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _misrouted_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child completes; the orchestrator reports it without a text (results go by
         wake) and queues the completion wake to another lead's thread, which takes it: the
         parent never gets the result (Codex #32203)."""
@@ -1134,7 +892,7 @@ class Fleet:
         note = f"A result of {task.title!r} arrived here; it is not for this thread."
         self._later(self._end_parent_run(elsewhere, woken, note), 0)
 
-    def _cancel_not_propagated(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _cancel_not_propagated(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The orchestrator reports the task cancelled, but the cancel never reaches the
         child: its run goes on working a while, then hangs, never ended."""
         child = task.child_thread
@@ -1152,7 +910,7 @@ class Fleet:
             note=f"Bash: {work.command}",
         )
 
-    def _silent_item(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _silent_item(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """Run 1 starts an awaited monitor and ends waiting on it; the monitor never says
         it ended and nothing happens on the child thread again (T3 #12502)."""
         child = task.child_thread
@@ -1166,7 +924,7 @@ class Fleet:
         # Silent `stuck_after` after the run's end; `stuck` another `stuck_after` on.
         self._falls_due(self.now + 2 * self.settings.stuck_after)
 
-    def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _late_wake(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """The child completes and its result's wake is queued at once; the parent run
         that delegated stays busy, and the wake is delivered only when that run ends."""
         child = task.child_thread
@@ -1210,7 +968,7 @@ class Fleet:
         woken = yield from self._woken_run(parent, wake)
         self._later(self._end_parent_run(parent, woken, f"Noted the result of {task.title!r}."), 0)
 
-    def _retry(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _retry(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """A passing provider error ends run 1; a restart continues it and succeeds."""
         child = task.child_thread
         yield from self._started_report(task)
@@ -1226,7 +984,7 @@ class Fleet:
         self._finish_run(child, again, "completed", final)
         yield from self._complete(task, again, final)
 
-    def _real_failure(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _real_failure(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         child = task.child_thread
         yield from self._started_report(task)
         yield from self._work(child, run, self._span(30, 240))
@@ -1250,7 +1008,7 @@ class Fleet:
         yield 0.1
         yield from self._hand_to_parent(task, text, "failed")
 
-    def _background_flow(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _background_flow(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """Run 1 starts background work and ends waiting on it; its end wakes run 2.
 
         Healthy: the task completes with run 2's result. stale_finalize (seed 000): the
@@ -1332,7 +1090,7 @@ class Fleet:
             return
         yield from self._complete(task, run2, final)
 
-    def _monitor_unawaited(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _monitor_unawaited(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """A monitor started with `awaited: false` outlives the task: it owes no work,
         and the run its progress notice wakes is not the task's."""
         child = task.child_thread
@@ -1432,7 +1190,7 @@ class Fleet:
             "completed",
         )
 
-    def _reviewer_flow(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _reviewer_flow(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """Healthy: the child's reviewers' notices wake its runs; it completes with the last."""
         child = task.child_thread
         final = work.final.format(ref=ref)
@@ -1441,7 +1199,7 @@ class Fleet:
         last = yield from self._reviews(task, run, work, ref, plan.reviewers, closing=final)
         yield from self._complete(task, last, final)
 
-    def _transient(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _transient(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """Seed 002: run 1 fails on a passing provider fault and the task is reported
         failed; a message starts run 2 of the child, which finishes the work and tells
         the parent by message."""
@@ -1474,7 +1232,7 @@ class Fleet:
         run_p = yield from self._woken_run(task.parent_thread, wake)
         self._later(self._end_parent_run(task.parent_thread, run_p, "Read the message."), 0)
 
-    def _parent_not_active(self, task: FleetTask, run: str, work: Work, ref: str, plan: _Plan):
+    def _parent_not_active(self, task: FleetTask, run: str, work: Work, ref: str, plan: Plan):
         """Seed 004: the child's background subagent calls delegate_task after the child's
         run ended and is refused; the subagent's end starts run 2, which completes."""
         child = task.child_thread
@@ -1511,7 +1269,7 @@ class Fleet:
         self._finish_run(child, run2, "completed", text)
         yield from self._complete(task, run2, text)
 
-    def _never_started(self, plan: _Plan, work: Work, ref: str, prun: str):
+    def _never_started(self, plan: Plan, work: Work, ref: str, prun: str):
         """Codex #24951: the parent's delegate call hangs before any child exists; no
         delegation and no refusal ever answers its request. After a while the parent asks
         again, under a new request id, and that delegation goes through (the episode's
@@ -1525,7 +1283,7 @@ class Fleet:
         self._falls_due(self.now + self.settings.spawn_timeout)
         yield self._span(5, 30)
 
-    def _serialized_wait(self, plan: _Plan, work: Work, ref: str, prun: str):
+    def _serialized_wait(self, plan: Plan, work: Work, ref: str, prun: str):
         """Seed 003: two wait calls emitted together; the second reaches the orchestrator
         only after the first wait returns, more than `dispatch_lag` after it was emitted."""
         parent = plan.parent
@@ -1562,7 +1320,7 @@ class Fleet:
         next_work = WORKS[(WORKS.index(work) + 1) % len(WORKS)]
         self._later(self._simple(second, run2, next_work, f"{ref}b", plan), 0, owner=second)
 
-    def _duplicate(self, plan: _Plan, work: Work, ref: str, prun: str):
+    def _duplicate(self, plan: Plan, work: Work, ref: str, prun: str):
         """The parent delegates the same work again (same title and prompt, another child)
         while the first child's run is still going; both finish and are delivered."""
         parent = plan.parent
@@ -1597,9 +1355,3 @@ class Fleet:
         self._await_or_end(second, parent, prun2)
         # Its own texts: the same words from two children would reach the parent as one.
         self._later(self._simple(second, run2, work, f"{ref}/2", plan), 0, owner=second)
-
-
-def stamp(moment: datetime) -> str:
-    """RFC 3339 in UTC with milliseconds, as the scenarios write it."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
