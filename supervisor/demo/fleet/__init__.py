@@ -1,14 +1,19 @@
 """The demo fleet: a deterministic stream of an orchestrator fleet's events, healthy
-work mixed with the field reports' failures (`engine.Fleet`, whose docstring says more);
-`records`, `texts` and `demo` hold its records, its words and `make run`'s opening.
+work mixed with the field reports' failures (`launcher.Fleet`, whose docstring says
+more).
+
+- `engine`: the virtual clock, the heap of coroutines and the event emitters;
+- `launcher`: `Fleet`, the engine with its launcher, manifest and answers' hooks;
+- `steps`: a task's delegation, reports and result handed to the parent;
+- `episodes/`: one module per failure and per healthy shape, and their registry;
+- `records`, `texts`, `demo`: the fleet's records, its words, `make run`'s opening.
 
 This package re-exports exactly the public names the single module
 `supervisor/demo/fleet.py` had, so that its callers import them from here as before.
 """
 
 from .demo import DEMO_DETECTION, DEMO_DURATIONS, DEMO_OPENING, DEMO_RATE, OPENING_SPAN
-from .engine import (
-    DEFAULT_START,
+from .episodes import (
     EXPECTED_FLAGS,
     FAILURES,
     HEALTHY_SHAPES,
@@ -17,8 +22,8 @@ from .engine import (
     PASSING_FLAGS,
     REMOTE_ONLY,
     THREAD_FLAGS,
-    Fleet,
 )
+from .launcher import DEFAULT_START, Fleet
 from .records import ORIGIN_ENV, REMOTE_ENVS, FleetTask, ThreadState, stamp
 from .texts import (
     ACCOUNT_LIMITS,

@@ -1,5 +1,6 @@
 """What the fleet keeps and hands around: the tasks it delegated (`FleetTask`, which the
-manifest lists), what it knows of each thread, and the launcher's plan of an episode."""
+manifest lists), what it knows of each thread, the launcher's plan of an episode, and
+what an episode module declares about itself (`Episode`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,44 @@ from typing import Any
 
 ORIGIN_ENV = "origin"
 REMOTE_ENVS = ("linked-box-1", "linked-box-2")
+
+# How often an episode's child asks for reviewers (grandchild tasks).
+NEVER, SOMETIMES, ALWAYS = 0.0, 0.5, 1.0
+
+
+@dataclass(frozen=True)
+class Episode:
+    """An episode module's `EPISODE`: the failure it carries and the flags Supervisor
+    must show for it (contract §5), and how the launcher plans it. Its coroutine is the
+    module's `flow` (the task's life after its delegation) or `after_turn` (all that
+    follows the parent's turn, when it is not one plain delegation)."""
+
+    shape: str  # what the plan calls it: the failure's name, or a healthy shape
+    failure: str | None = None  # None: healthy
+    opens: tuple[str, ...] = ()  # flag kinds open on its task at `until` (EXPECTED_FLAGS)
+    passing: tuple[str, ...] = ()  # raised on its task and resolved before `until`
+    child_thread_opens: tuple[str, ...] = ()  # on its child thread (THREAD_FLAGS)
+    parent_thread_opens: tuple[str, ...] = ()  # on its parent thread (PARENT_THREAD_FLAGS)
+    paired: bool = False  # two delegations, the first of them healthy
+    remote_only: bool = False  # its child is always on another environment
+    may_be_remote: bool = False  # its child is on another environment at `remote_share`
+    # The delegation's mode; of two, the second in six draws of ten.
+    modes: tuple[str, ...] = ("async",)
+    own_parent: bool = False  # a lead of its own, whom no other task's wake wakes
+    reviewers: float = NEVER  # ALWAYS, or SOMETIMES in episodes the opening does not script
+    weight: int = 0  # a healthy shape's share of the healthy episodes
+
+
+def failing(
+    name: str, *, opens: tuple[str, ...], paired: bool, remote_only: bool, **more: Any
+) -> Episode:
+    """A failure's episode: it says what it opens and whether it is paired or remote."""
+    return Episode(name, failure=name, opens=opens, paired=paired, remote_only=remote_only, **more)
+
+
+def healthy(shape: str, *, weight: int, **more: Any) -> Episode:
+    """A healthy shape: it opens nothing; `weight` is its share of healthy episodes."""
+    return Episode(shape, weight=weight, **more)
 
 
 @dataclass
