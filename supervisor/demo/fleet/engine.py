@@ -54,13 +54,13 @@ class Engine:
         self.tasks: list[FleetTask] = []
         self.by_task: dict[str, FleetTask] = {}
         self.threads: dict[str, ThreadState] = {}
-        self.thread_flags: dict[str, list[str]] = {}
+        self.thread_flags: dict[str, list[str]] = {}  # thread -> kinds expected on it
         self.now = 0.0  # virtual seconds since `start`
         self.last_at = 0.0  # the latest virtual time an event was emitted at
         self.finished = False  # the stream has ended
         # Answers to actions (another thread, out of process) read and move the state.
         self.lock = threading.RLock()
-        self.task_numbers = itertools.count(1)
+        self.task_numbers = itertools.count(1)  # for task ids (a hung request takes one)
         self.parent_waits: dict[str, int] = {}  # a waiting parent run -> results it awaits
         self.busy: dict[str, str] = {}  # late_wake task -> its busy parent run
         self._event_numbers = itertools.count(1)
