@@ -275,7 +275,7 @@ def child_profile(state: str, batch: int) -> dict:
         "  of which validation (contract.parse_event)": cumulative(
             "core/contract/events.py", "parse_event"
         ),
-        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest/apply.py", "save"),
+        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest/mirror.py", "save"),
         "  of which bulk inserts (QuerySet.bulk_create)": cumulative(
             "django/db/models/query.py", "bulk_create"
         ),

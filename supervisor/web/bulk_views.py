@@ -16,16 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from supervisor.core import clock
-from supervisor.core.actions.writers import (
-    BULK_LIMIT,
+from supervisor.core.actions.idempotency import bulk_asked_before
+from supervisor.core.actions.previews import (
     KINDS,
-    bulk_asked_before,
-    do_request_bulk,
     new_preview_id,
     preview_action,
     preview_id_of,
     selection_digest,
 )
+from supervisor.core.actions.writers import BULK_LIMIT, do_request_bulk
 from supervisor.core.flags.bulk import (
     DONE_WORDS,
     FLAG_ACTION_LABELS,

@@ -33,7 +33,8 @@ from supervisor.core import clock
 from supervisor.core.access.roles import ADMIN
 from supervisor.core.actions import outcomes as action_outcomes
 from supervisor.core.actions.outcomes import LATER_EVENTS
-from supervisor.core.actions.writers import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
+from supervisor.core.actions.previews import nothing_to_cancel
+from supervisor.core.actions.sending import cannot_act
 from supervisor.core.facts import continued, ownership
 from supervisor.core.facts.loader import load_for_subjects, load_for_task
 from supervisor.core.facts.task_detail import describe_task, timeline, timeline_key
@@ -48,6 +49,7 @@ from supervisor.core.flags.kinds import (
     kind_of,
     severity_of,
 )
+from supervisor.core.ingest.own_records import SUPERVISOR_ENV
 from supervisor.core.models import (
     Action,
     BackgroundItem,

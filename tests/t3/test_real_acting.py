@@ -20,7 +20,8 @@ from supervisor.connectors.t3code.follower import Follower
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.actions import writers as actions
-from supervisor.core.actions.writers import do_request_action, outgoing_for
+from supervisor.core.actions.sending import outgoing_for
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.contract.connectors import ConnectorError
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.facts import continued, ownership
