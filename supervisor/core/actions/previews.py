@@ -28,9 +28,9 @@ KINDS = Action.KINDS
 LIVE_DELIVERY_STATES = (Action.QUEUED, Action.SENDING, Action.SUCCEEDED)
 PREVIEW_ASK_LIMIT = 2.0  # seconds a preview may wait on the connector's orchestrator
 
-# The salt previews were keyed with when they lived in writers.py: kept, so that
-# previews in flight stay valid.
-DIGEST_SALT = "supervisor.core.actions.writers.preview"
+# The salt previews were keyed with when they lived in core/actions.py, before core had
+# rooms: kept, so that previews shown before an upgrade stay valid after it.
+DIGEST_SALT = "supervisor.core.actions.preview"
 PREVIEW_ID = re.compile(r"[0-9a-f]{16}")
 
 
