@@ -34,7 +34,7 @@ from supervisor.core.access.roles import ADMIN
 from supervisor.core.actions import outcomes as action_outcomes
 from supervisor.core.actions.outcomes import LATER_EVENTS
 from supervisor.core.actions.writers import SUPERVISOR_ENV, cannot_act, nothing_to_cancel
-from supervisor.core.facts import continued, ownership
+from supervisor.core.facts import continued, handover, ownership
 from supervisor.core.facts.loader import load_for_subjects, load_for_task
 from supervisor.core.facts.task_detail import describe_task, timeline, timeline_key
 from supervisor.core.flags.kinds import (
@@ -63,6 +63,7 @@ from supervisor.core.models import (
 )
 from supervisor.core.queries.pagination import CursorError, decode, encode
 from supervisor.core.queries.task_query import PAGE_SIZE, task_queryset
+from supervisor.core.rules import never_delivered
 from supervisor.core.triage import silences
 from supervisor.core.triage.assignment import assignable_users
 from supervisor.notify.models import Channel
@@ -685,6 +686,26 @@ def continued_outcome(snap, view, actions: list) -> dict | None:
     }
 
 
+def reached_parent(snap, view, run) -> bool:
+    """Whether `run`'s result has reached the parent in the OPERATOR's meaning, the one
+    "The latest result" panel reads (core.facts.handover): under `delivery: "wake"` only
+    a delivered task wake of T or a delivery by hand brings it, a queued wake does not;
+    elsewhere a queued wake or a terminal report does too."""
+    return handover.run_reached(snap, view, run)
+
+
+def queued_for_parent(snap, view, run):
+    """The task wake that carries `run`'s result to the parent and that the parent has
+    not taken, when the result has not reached it otherwise: what the contract counts as
+    reached (a queued wake) and the operator does not (`reached_parent`)."""
+    if reached_parent(snap, view, run):
+        return None
+    wake = ownership.reaching_wake(snap, view, run.summary)
+    if wake is None or wake.source_kind != "task" or wake.delivered:
+        return None
+    return wake
+
+
 def _fit_to_state(
     suggested: list[dict],
     snap,
@@ -696,7 +717,8 @@ def _fit_to_state(
     """The suggestions as the task's state and its actions leave them (issue 19):
 
     - the child finished a later run after a failed report, and the parent does not
-      hold it: delivering that result comes first, and Continue is not offered;
+      hold it: delivering that result comes first, and Continue is not offered; while a
+      wake carrying it waits for the parent, neither is (a delivery would hand it twice);
     - an action of the kind queued or sending: "under way", no button;
     - an action of the kind that succeeded after its flags opened, while they are still
       open: "sent", what the page waits for, and which flags stay open and why."""
@@ -704,12 +726,26 @@ def _fit_to_state(
     open_kinds = {f.kind for f in open_flags}
     failure = sorted(open_kinds & action_outcomes.FAILURE_KINDS)
     finished_later = action_outcomes.later_results(snap, view)
-    later = [r for r in finished_later if not ownership.has_reached_parent(snap, view, r.summary)]
+    # A wake the rules say nothing will bring (never_delivered) waits for nobody.
+    stranded = never_delivered.KIND in open_kinds
+    queued = {
+        r.id: wake
+        for r in finished_later
+        if not stranded and (wake := queued_for_parent(snap, view, r)) is not None
+    }
+    later = [r for r in finished_later if r.id not in queued and not reached_parent(snap, view, r)]
     if failure and finished_later and not later:
+        newest = finished_later[0]
+        wake = queued.get(newest.id)
         if CONTINUE in by_kind and not by_kind[CONTINUE]["unfit"]:
             by_kind[CONTINUE]["unfit"] = (
-                f"the child already finished run {finished_later[0].ordinal} after the failure "
-                "and its result has reached the parent: resolve the flags with a reason"
+                f"the child already finished run {newest.ordinal} after the failure and its "
+                + (
+                    f"result is queued for the parent (wake {wake.id}), which has not taken "
+                    "it yet: wait for the parent to take it"
+                    if wake is not None
+                    else "result has reached the parent: resolve the flags with a reason"
+                )
             )
     elif failure and later:
         run = later[0]
