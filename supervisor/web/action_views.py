@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods
 
+from supervisor.core.actions.advice import ACTION_LABELS
 from supervisor.core.actions.writers import (
     KINDS,
     ActionRefused,
@@ -27,7 +28,6 @@ from supervisor.core.actions.writers import (
 )
 from supervisor.core.models import Task
 
-from .page_data import ACTION_LABELS
 from .views import can_act
 
 
