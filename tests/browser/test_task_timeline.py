@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Task
-from supervisor.web.page_data import TIMELINE_PAGE
+from supervisor.web.pages.task_detail import TIMELINE_PAGE
 from tests.factories import at, task_events
 
 from .conftest import log_in, wait_for_socket
