@@ -603,7 +603,7 @@ class Step:
 
 
 def _handed(reading) -> list[dict]:
-    """The "given" panel's entries, from the one reading (core.handover): what reached the
+    """The "given" panel's entries, as the operator sees it (core.facts.handover): what reached the
     parent, then what was reported but did not reach it; a diff against the latest result
     only where the text differs (a hand delivery's header is not part of its text)."""
     latest = reading.latest.text if reading.latest else None

@@ -38,7 +38,7 @@ from supervisor.core.contract.connectors import (
     connector_for,
 )
 from supervisor.core.contract.source_names import internal_source_name
-from supervisor.core.facts import ownership
+from supervisor.core.facts import ownership, reading
 from supervisor.core.facts.loader import load_for_task
 from supervisor.core.flags.writers import do_resolve_flag
 from supervisor.core.ingest.apply import do_ingest
@@ -295,7 +295,8 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     child = ownership.child_thread(snap, view)
     results = {r.id: r for r in snap.runs_by_thread.get(child or "", []) if ownership.has_result(r)}
     if run is None:
-        latest = ownership.latest_result_run(snap, view)
+        # The default is the latest result by the contract's words (core.facts.reading).
+        latest = reading.latest_result_by_contract(snap, view)
         if latest is None:
             preview.refusal = "no owned run of this task has finished with a result yet"
             _list_results(preview, results, owned, chosen=None)
@@ -351,7 +352,7 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
             f"An earlier delivery of run {run} (action {uncertain.pk}) failed without a "
             "clear answer and may have reached the parent: look at the parent thread first."
         )
-    if ownership.has_reached_parent(snap, view, chosen.summary):
+    if reading.reached_by_contract(snap, view, chosen.summary):  # the contract's words
         preview.affects.append("This result has already reached the parent once.")
 
 
