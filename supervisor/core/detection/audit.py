@@ -14,7 +14,10 @@ Definitions, per known task T (contract §4 for the words in quotes):
   3 s before the `requested_at` of an "owned" run with a higher ordinal than T's
   "result run" (`reading.result_run_by_contract`, i.e. from T's current report), and not
   after it: 0 <= requested_at - report.at <= 3 s. The first such run (lowest ordinal) is
-  the "gap run". T without a result run of known ordinal has no gap finalization.
+  the "gap run". When T's current report carries no run of known ordinal (its text is
+  no owned run's and it names none, or names one not described yet), any owned run
+  requested in that window counts: a run requested after the report is not the one it
+  carried (T3's fallback text for a run that ended without one is such a report).
 - handed an earlier run's text: a gap finalization where a text "handed" to the parent
   for T (`reading.handed_by_contract`) is, as the contract compares texts, the summary of
   an owned finished run with an ordinal lower than the gap run's.
@@ -185,18 +188,19 @@ def _open_on_tasks(namespace_ids: list[int], kind: str) -> list[TaskRef]:
 def _audit_namespace(report: AuditReport, name: str, snap: Snapshot) -> None:
     for task in known_tasks(snap):
         report.tasks_seen += 1
-        rr = reading.result_run_by_contract(snap, task)
-        if rr is None or rr.ordinal is None:
-            continue  # no result run to be later than
         owned = owned_runs(snap, task)
-        later = [run for run in owned if run.ordinal is not None and run.ordinal > rr.ordinal]
-        if not later:
-            continue
+        rr = reading.result_run_by_contract(snap, task)
+        carried = rr is not None and rr.ordinal is not None
+        later = [
+            r for r in owned if r.ordinal is not None and (not carried or r.ordinal > rr.ordinal)
+        ]
         gap_run = _gap_run(task, later)
         if gap_run is not None:
             report.gap_finalizations.append(TaskRef(name, task.id))
             if _handed_earlier_text(snap, task, owned, gap_run):
                 report.handed_earlier_text.append(TaskRef(name, task.id))
+        if not carried:
+            continue  # no result run: no result of T is "later" than it
         for run in later:
             if not run.finished or run.finished_at is None:
                 continue
