@@ -140,3 +140,27 @@ def test_once_the_parent_takes_the_wake_both_say_it_has_reached_the_parent(
     told = advice(html)
     assert "its result has reached the parent: resolve the flags with a reason" in told
     assert "queued for the parent" not in told
+
+
+def test_the_deliver_preview_says_the_result_waits_for_the_parent_not_that_it_reached_it(
+    client, acting, queued_not_taken
+):
+    """Opened by hand, the deliver preview of run 2 says what the panel says: the result
+    is queued for the parent and not taken, so a delivery now would hand it over twice."""
+    task = queued_not_taken
+    client.force_login(acting)
+    html = client.get(f"/tasks/{task.pk}/actions/deliver/?run={CHILD}:2").content.decode()
+    assert "already reached the parent" not in html
+    assert f"queued for the parent (wake {QUEUED_WAKE})" in html
+    assert "hands it over twice" in html
+
+
+def test_once_taken_the_deliver_preview_says_it_reached_the_parent(
+    client, acting, source, queued_not_taken
+):
+    task = queued_not_taken
+    apply_events(source, [event("w2d", "wake.delivered", 60, wake=QUEUED_WAKE)])
+    client.force_login(acting)
+    html = client.get(f"/tasks/{task.pk}/actions/deliver/?run={CHILD}:2").content.decode()
+    assert "This result has already reached the parent once." in html
+    assert "queued for the parent" not in html

@@ -4,7 +4,7 @@ suggestions; and what the newest continue led to. The task page and the API's ta
 detail show the same suggestions.
 
 Whether a result "reached the parent" is read in the operator's meaning, the one "The
-latest result" panel beside the advice reads (core.facts.handover): under
+latest result" panel beside the advice reads (core.facts.reading): under
 `delivery: "wake"` a queued wake that the parent has not taken does not count.
 """
 
@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from supervisor.core.actions import outcomes as action_outcomes
 from supervisor.core.actions.previews import nothing_to_cancel
 from supervisor.core.actions.sending import cannot_act
-from supervisor.core.facts import continued, handover, ownership
+from supervisor.core.facts import continued, reading
 from supervisor.core.facts.snapshot import RunView, Snapshot, TaskView, WakeView
 from supervisor.core.flags.kinds import CANCEL, CONTINUE, DELIVER, kind_of
 from supervisor.core.flags.snoozes import reset_snooze
@@ -145,23 +145,16 @@ def continued_outcome(snap: Snapshot, view: TaskView, actions: list) -> Continue
 
 
 def reached_parent(snap: Snapshot, view: TaskView, run: RunView) -> bool:
-    """Whether `run`'s result has reached the parent in the OPERATOR's meaning, the one
-    "The latest result" panel reads (core.facts.handover): under `delivery: "wake"` only
-    a delivered task wake of T or a delivery by hand brings it, a queued wake does not;
-    elsewhere a queued wake or a terminal report does too."""
-    return handover.run_reached(snap, view, run)
+    """Whether `run`'s result has reached the parent as the operator sees it, the meaning
+    "The latest result" panel reads (core.facts.reading): under `delivery: "wake"` a
+    queued wake does not bring it, only a delivered one or a delivery by hand."""
+    return reading.reached_as_operator_sees_it(snap, view, run)
 
 
 def queued_for_parent(snap: Snapshot, view: TaskView, run: RunView) -> WakeView | None:
-    """The task wake that carries `run`'s result to the parent and that the parent has
-    not taken, when the result has not reached it otherwise: what the contract counts as
-    reached (a queued wake) and the operator does not (`reached_parent`)."""
-    if reached_parent(snap, view, run):
-        return None
-    wake = ownership.reaching_wake(snap, view, run.summary)
-    if wake is None or wake.source_kind != "task" or wake.delivered:
-        return None
-    return wake
+    """The task wake carrying `run`'s result that the parent has not taken yet
+    (core.facts.reading: reached by the contract's words, not as the operator sees it)."""
+    return reading.queued_not_taken(snap, view, run)
 
 
 # --- fitted to the task's state -----------------------------------------------------

@@ -19,7 +19,7 @@ from django.utils.crypto import salted_hmac
 
 from supervisor.core.actions import outcomes as action_outcomes
 from supervisor.core.actions.sending import cannot_act
-from supervisor.core.facts import ownership
+from supervisor.core.facts import ownership, reading
 from supervisor.core.facts.loader import load_for_task
 from supervisor.core.models import Action, Source, Task
 from supervisor.core.rules.cancel_not_propagated import unfinished_work
@@ -213,7 +213,8 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
     child = ownership.child_thread(snap, view)
     results = {r.id: r for r in snap.runs_by_thread.get(child or "", []) if ownership.has_result(r)}
     if run is None:
-        latest = ownership.latest_result_run(snap, view)
+        # The default is the latest result by the contract's words (core.facts.reading).
+        latest = reading.latest_result_by_contract(snap, view)
         if latest is None:
             preview.refusal = "no owned run of this task has finished with a result yet"
             _list_results(preview, results, owned, chosen=None)
@@ -269,8 +270,14 @@ def _preview_deliver(preview: Preview, snap, view, run: str | None) -> None:
             f"An earlier delivery of run {run} (action {uncertain.pk}) failed without a "
             "clear answer and may have reached the parent: look at the parent thread first."
         )
-    if ownership.has_reached_parent(snap, view, chosen.summary):
+    # As the operator sees it, as the panel beside the preview does (core.facts.reading).
+    if reading.reached_as_operator_sees_it(snap, view, chosen):
         preview.affects.append("This result has already reached the parent once.")
+    elif (queued := reading.queued_not_taken(snap, view, chosen)) is not None:
+        preview.affects.append(
+            f"This result is queued for the parent (wake {queued.id}), which has not taken "
+            "it yet: delivering it now hands it over twice."
+        )
 
 
 def _preview_continue(preview: Preview, child: str | None, message: str | None) -> None:
