@@ -140,7 +140,8 @@ def child(args) -> dict:
     from supervisor.core.detection.sweep import due_subjects, sweep
     from supervisor.core.facts.snapshot import TERMINAL_STATUSES
     from supervisor.core.models import Run, Task
-    from supervisor.web import page_data
+    from supervisor.core.queries.task_query import PAGE_SIZE
+    from supervisor.web.pages.task_list import task_list_context
 
     with connection.cursor() as cur:
         cur.execute("SELECT value FROM bench_size_meta WHERE key = 'now'")
@@ -156,11 +157,11 @@ def child(args) -> dict:
     # The URLs: cursors as the list gives them out.
     params = QueryDict(mutable=True)
     for _ in range(10):
-        params["cursor"] = page_data.task_list_context(params)["next_cursor"]
+        params["cursor"] = task_list_context(params)["next_cursor"]
     deep = f"/tasks/?cursor={params['cursor']}"
     known = Task.objects.filter(known=True).order_by("-delegated_at", "-pk")
     total = known.count()
-    size = page_data.PAGE_SIZE
+    size = PAGE_SIZE
     last_start = ((total - 1) // size) * size
     before = known[last_start - 1]
     last = f"/tasks/?cursor={encode(before.delegated_at, before.pk)}"

@@ -11,7 +11,7 @@ parent), open flags on about 3% of the tasks (and a few thread flags), resolved 
 about 8%, the change log, 4 environments, one namespace and two sources. Everything
 scales with --scale.
 
-Rows are written the way ingest (`supervisor/core/ingest/apply.py`, `Mirror`) and the
+Rows are written the way ingest (`supervisor/core/ingest/mirror.py`, `Mirror`) and the
 evaluation would have written them: `known`, the current report on the task
 (`status`, `reported_at`, `report_event`), every `*_event` column naming a stored event
 whose `at` is the column's time, and the detection bookkeeping: `last_event_at` before

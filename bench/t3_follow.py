@@ -268,12 +268,14 @@ def child_profile(state: str, batch: int) -> dict:
 
     parts = {
         "reading T3's rows (schema.StateDB)": cumulative("t3code/schema.py", "rows_after"),
-        "mapping rows to events (mapping.Mapper)": cumulative("t3code/mapping.py", "map_rows"),
+        "mapping rows to events (mapping.Mapper)": cumulative(
+            "t3code/mapping/mapper.py", "map_rows"
+        ),
         "ingest (core.ingest.apply_events)": cumulative("core/ingest/apply.py", "apply_events"),
         "  of which validation (contract.parse_event)": cumulative(
             "core/contract/events.py", "parse_event"
         ),
-        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest/apply.py", "save"),
+        "  of which the mirror's rows (Mirror.save)": cumulative("core/ingest/mirror.py", "save"),
         "  of which bulk inserts (QuerySet.bulk_create)": cumulative(
             "django/db/models/query.py", "bulk_create"
         ),

@@ -18,18 +18,15 @@ from ninja import Schema, Status
 from ninja.errors import HttpError
 
 from supervisor.core.actions.bulk_pins import NotAPin, changes_since, pin, read_pin
-from supervisor.core.actions.writers import (
-    BULK_LIMIT,
+from supervisor.core.actions.idempotency import bulk_asked_before, check_key
+from supervisor.core.actions.previews import (
     KINDS,
     ActionRefused,
     PreviewChanged,
-    bulk_asked_before,
-    check_key,
-    do_request_action,
-    do_request_bulk,
     new_preview_id,
     preview_action,
 )
+from supervisor.core.actions.writers import BULK_LIMIT, do_request_action, do_request_bulk
 from supervisor.core.models import Flag
 from supervisor.core.queries.task_query import task_queryset
 

@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
+from supervisor.core.actions.advice import advise
 from supervisor.core.facts.loader import load_for_task
 from supervisor.core.facts.task_detail import describe_task
 from supervisor.core.models import Flag, Task
@@ -77,18 +78,39 @@ def find_task(task_id: str, namespace: str | None) -> Task:
     return found[0]
 
 
+TASK_DETAIL = """The task as contract §6 gives it, with what Supervisor adds (the latest
+result, the handover, reports, owned runs; docs/event-contract.md).
+
+`suggestions`: the actions the task page suggests, the most useful first, each
+`{"kind": "deliver" | "continue" | "cancel", "label", "flags": [the open flag kinds
+behind it], "why_not": why it cannot be sent now, or null when it can, "status": null,
+"under way" (an action of the kind is queued or sending) or "sent" (one succeeded and
+its flags are still open), "note": with a status, the action and what is awaited, "why":
+why it is suggested when no flag calls for it, "run": for deliver, the run whose result
+it hands over (null: the latest)}`. Send one with `POST .../actions` (`kind`, `run`)."""
+
+
 @router.get(
     "/tasks/{anytext:task_id}",
     response={200: dict, **errors(404, 409)},
-    summary="One task with its runs, wakes and flags",
+    summary="One task with its runs, wakes, flags and suggested actions",
+    description=TASK_DETAIL,
 )
 def get_task(request: HttpRequest, task_id: Text, namespace: Text | None = None):
     task = find_task(task_id, namespace_of(request, namespace))
-    detail = describe_task(task, load_for_task(task))
-    flags = Flag.objects.filter(task=task).select_related("namespace").order_by("opened_at", "pk")
+    snap = load_for_task(task)
+    detail = describe_task(task, snap)
+    flags = list(
+        Flag.objects.filter(task=task).select_related("namespace").order_by("opened_at", "pk")
+    )
+    open_flags = [f for f in flags if f.state == Flag.OPEN]
+    actions = list(task.actions.order_by("created_at", "pk"))
+    advice = advise(task, snap, snap.tasks[task.task_id], open_flags, actions)
     return {
-        **task_summary_json(task, [f.kind for f in flags if f.state == Flag.OPEN]),
+        **task_summary_json(task, [f.kind for f in open_flags]),
         **detail.as_json(),
         "flags": [flag_json(f) for f in flags],
-        "actions": [action_json(a) for a in task.actions.order_by("created_at", "pk")],
+        "actions": [action_json(a) for a in actions],
+        # What the task page suggests, alike (core.actions.advice).
+        "suggestions": [s.as_json() for s in advice.suggestions],
     }

@@ -1,6 +1,6 @@
 """The operator-action job: perform one action, claim -> connector -> record. The row
-is the record (core/actions/writers.py claims and records it); the connector is the one bound
-to the action's source, found through core's connector port."""
+is the record (core/actions/writers.py claims and records it, sending.py says what is sent);
+the connector is the one bound to the action's source, found through core's connector port."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 from celery import shared_task
 
 from supervisor.core import clock
+from supervisor.core.actions import sending
 from supervisor.core.actions import writers as actions
 from supervisor.core.contract.connectors import ConnectorError, SettingsError, connector_for
 
@@ -33,7 +34,7 @@ def perform(action_id: int) -> str:
         if connector is None:
             raise SettingsError(f"source {action.source.name} no longer has a connector")
         receipt = connector.perform(
-            actions.outgoing_for(action), timeout=actions.config()["timeout"]
+            sending.outgoing_for(action), timeout=actions.config()["timeout"]
         )
     except SettingsError as exc:
         return actions.do_record_failure(action, str(exc), clock.now(), retryable=False)

@@ -112,8 +112,9 @@ def one_line(flag: Flag) -> str:
 
 
 def _texts(flag: Flag) -> tuple[str, str] | None:
-    """What the task page says of a task flag's task (core.handover, the one reading):
-    what reached the parent, and the latest result with whether it reached it."""
+    """What the task page says of a task flag's task: what reached the parent, and the
+    latest result with whether it reached it, as the operator sees it (core.facts.reading,
+    through core.facts.handover's panels)."""
     if not flag.task_id:
         return None
     snap = load_for_task(flag.task)

@@ -23,8 +23,9 @@ from supervisor.core.models import Namespace
 MEANINGS = [
     "tasks seen: delegated tasks whose task.delegated arrived, in the namespaces audited.",
     "finalized in the gap before a later run: tasks whose first terminal report came at "
-    "most 3 s before a later run of the child (one the task owns, after its result run) "
-    "was requested: seed 000's race, timed. Not a count of stale_result flags: that flag "
+    "most 3 s before a later run of the child (one the task owns, after its result run, or "
+    "any it owns when its report carries no run's result) was requested: seed 000's race, "
+    "timed. Not a count of stale_result flags: that flag "
     "is any parent handed a text other than the latest result, however far apart the "
     "runs were, so the flags page may list tasks this leaves out.",
     "handed an earlier run's text: of those, tasks whose parent was handed the text of a "

@@ -18,16 +18,16 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods
 
-from supervisor.core.actions.writers import (
+from supervisor.core.actions.advice import ACTION_LABELS
+from supervisor.core.actions.previews import (
     KINDS,
     ActionRefused,
     PreviewChanged,
-    do_request_action,
     preview_action,
 )
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.models import Task
 
-from .page_data import ACTION_LABELS
 from .views import can_act
 
 

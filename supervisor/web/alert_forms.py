@@ -14,7 +14,7 @@ from supervisor.core.models import Source
 from supervisor.notify.channels import target_refusal
 from supervisor.notify.models import Channel, Route
 
-from .page_data import FLAG_KINDS
+from .pages.task_list import FLAG_KINDS
 
 
 class ChannelForm(forms.ModelForm):

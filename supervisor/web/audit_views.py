@@ -19,12 +19,12 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 
+from supervisor.core.actions.advice import ACTION_LABELS as ACTIONS
 from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Change, Task
 from supervisor.core.queries.pagination import CursorError, decode, encode
 
 from .admin_views import ADMINISTER_PERMISSION
-from .page_data import ACTION_LABELS as ACTIONS
 from .templatetags.readable import short_label
 
 PAGE_SIZE = 50

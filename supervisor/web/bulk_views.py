@@ -16,16 +16,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from supervisor.core import clock
-from supervisor.core.actions.writers import (
-    BULK_LIMIT,
+from supervisor.core.actions.advice import ACTION_LABELS
+from supervisor.core.actions.idempotency import bulk_asked_before
+from supervisor.core.actions.previews import (
     KINDS,
-    bulk_asked_before,
-    do_request_bulk,
     new_preview_id,
     preview_action,
     preview_id_of,
     selection_digest,
 )
+from supervisor.core.actions.writers import BULK_LIMIT, do_request_bulk
 from supervisor.core.flags.bulk import (
     DONE_WORDS,
     FLAG_ACTION_LABELS,
@@ -38,8 +38,8 @@ from supervisor.core.flags.bulk import (
 from supervisor.core.flags.kinds import titles
 from supervisor.core.flags.writers import FlagActionError
 
-from . import page_data
-from .page_data import SNOOZE_CHOICES
+from .pages import task_list
+from .snooze_times import SNOOZE_CHOICES
 from .views import can_act
 
 PREVIEW_ROWS = 100
@@ -52,15 +52,15 @@ def _targets(params, user) -> tuple[list, str | None]:
     """(tasks, error): the selected tasks, or every task matching the filters (whose
     "assigned to me" means `user`)."""
     if params.get("scope") == "matching":
-        filters = page_data.list_filters(params)
+        filters = task_list.list_filters(params)
         if not any(filters.values()):
             return [], "choose a filter first: bulk actions on every task are not allowed"
-        tasks = page_data.filtered_tasks(filters, user)
+        tasks = task_list.filtered_tasks(filters, user)
     else:
         pks = [int(pk) for pk in params.getlist("task") if pk.isdigit()]
         if not pks:
             return [], "select at least one task (or choose “every task matching the filters”)"
-        tasks = page_data.known_tasks().filter(pk__in=pks)
+        tasks = task_list.known_tasks().filter(pk__in=pks)
     tasks = list(tasks.order_by("-delegated_at", "-pk")[: BULK_LIMIT + 1])
     if len(tasks) > BULK_LIMIT:
         return [], f"more than {BULK_LIMIT} tasks match: narrow the filters"
@@ -70,7 +70,7 @@ def _targets(params, user) -> tuple[list, str | None]:
 def _back_to_list(params):
     """Back to the list the operator came from: its filters, as far as its form can show
     them (a post naming flags by id once landed on `?flag=14`, a kind no task has)."""
-    query = urlencode(page_data.form_filters(params))
+    query = urlencode(task_list.form_filters(params))
     return redirect(reverse("web:task-list") + (f"?{query}" if query else ""))
 
 
@@ -111,7 +111,7 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
         "web/bulk_preview.html",
         {
             "kind": kind,
-            "label": page_data.ACTION_LABELS[kind],
+            "label": ACTION_LABELS[kind],
             "count": len(tasks),
             "rows": rows,
             "more": max(0, len(tasks) - PREVIEW_ROWS),
@@ -123,8 +123,8 @@ def _show_preview(request, params, kind: str, tasks: list, *, changed: bool = Fa
             "pks": [t.pk for t in tasks],
             "selection": selection_digest(kind, tasks, preview_id),
             "changed": changed,
-            "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
-            "back": urlencode(page_data.form_filters(params)),  # the list's query
+            "filters": {k: params.get(k) for k in task_list.LIST_FILTERS if params.get(k)},
+            "back": urlencode(task_list.form_filters(params)),  # the list's query
         },
         status=409 if changed else 200,
     )
@@ -157,7 +157,7 @@ def _confirm(request, params, kind: str, tasks: list):
         preview_id=preview_id,
     )
     messages.success(
-        request, f"Queued {len(outcome.created)} of {len(tasks)} ({page_data.ACTION_LABELS[kind]})."
+        request, f"Queued {len(outcome.created)} of {len(tasks)} ({ACTION_LABELS[kind]})."
     )
     if outcome.already:
         messages.info(
@@ -222,8 +222,8 @@ def _show_flag_preview(request, params, verb: str, tasks: list, *, problem: str 
             "chosen_for": params.get("for") or SNOOZE_CHOICES[0][0],
             "reason": params.get("reason") or "",
             "problem": problem,
-            "filters": {k: params.get(k) for k in page_data.LIST_FILTERS if params.get(k)},
-            "back": urlencode(page_data.form_filters(params)),  # the list's query
+            "filters": {k: params.get(k) for k in task_list.LIST_FILTERS if params.get(k)},
+            "back": urlencode(task_list.form_filters(params)),  # the list's query
         },
         status=400 if problem else 200,
     )

@@ -20,8 +20,12 @@ from django.urls import reverse
 from supervisor.core.flags.kinds import kind_of
 from supervisor.core.models import Flag, Thread
 
-from . import page_data
 from .freshness import freshness
+from .pages.live import open_flag_count
+from .pages.overview import overview_context
+from .pages.task_detail import task_detail_context
+from .pages.task_list import known_task, task_row_context
+from .pages.thread import thread_activity, thread_context
 
 
 def _render(template: str, context: dict) -> str:
@@ -44,7 +48,7 @@ def frame(change_id: int, parts: list[str], first_id: int | None = None) -> str:
         'hx-swap-oob="true" hidden></div>'
     )
     ordered.append(
-        _render("base.html#open_flag_count", {"live": {"open_flags": page_data.open_flag_count()}})
+        _render("base.html#open_flag_count", {"live": {"open_flags": open_flag_count()}})
     )
     ordered.append(_render("base.html#data_as_of", {"freshness": freshness()}))
     return "\n".join(ordered)
@@ -53,7 +57,7 @@ def frame(change_id: int, parts: list[str], first_id: int | None = None) -> str:
 def task_row(task_pk: int) -> str | None:
     """The list's row of a task, `<tr id="task-row-PK" hx-swap-oob="true">`; None when the
     task is not known."""
-    context = page_data.task_row_context(task_pk)
+    context = task_row_context(task_pk)
     if context is None:
         return None
     return _render("web/task_list.html#row", context)
@@ -63,10 +67,10 @@ def task_detail(task_pk: int, can_act: bool) -> list[str]:
     """The task page's parts: header (status), results (given vs latest, with the diff),
     actions (suggested ones and their outcomes), flags (with action forms when
     `can_act`), timeline. Empty when the task is not known."""
-    task = page_data.known_task(task_pk)
+    task = known_task(task_pk)
     if task is None:
         return []
-    context = page_data.task_detail_context(task, can_act)
+    context = task_detail_context(task, can_act)
     return [
         _render(f"web/task_detail.html#{part}", context)
         for part in ("header", "results", "actions", "flags", "timeline")
@@ -76,7 +80,7 @@ def task_detail(task_pk: int, can_act: bool) -> list[str]:
 def overview(can_act: bool) -> list[str]:
     """The overview's parts: silent sources, the tasks needing action, thread flags,
     counts, what is taken up and the latest tasks, sources."""
-    context = page_data.overview_context(can_act)
+    context = overview_context(can_act)
     parts = ("alerts", "needing", "thread_flags", "counts", "later", "sources")
     return [_render(f"web/overview.html#{part}", context) for part in parts]
 
@@ -87,7 +91,7 @@ def thread_tree(thread_pk: int) -> list[str]:
     thread = Thread.objects.select_related("namespace").filter(pk=thread_pk).first()
     if thread is None:
         return []
-    context = page_data.thread_context(thread) | page_data.thread_activity(thread)
+    context = thread_context(thread) | thread_activity(thread)
     parts = ("thread_flags", "tree", "thread_runs", "thread_timeline")
     return [_render(f"web/thread.html#{part}", context) for part in parts]
 

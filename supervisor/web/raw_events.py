@@ -19,7 +19,7 @@ from django.views.decorators.http import require_safe
 from supervisor.core.flags.events import LIMIT, as_sent, raw_events
 from supervisor.core.models import Flag
 
-from . import page_data
+from .pages.flag_cards import flag_entry
 
 
 def pretty(event) -> str:
@@ -36,7 +36,7 @@ def flag_events(request, pk: int):
     raw = raw_events(flag)
     context = {
         "flag": flag,
-        "entry": page_data.flag_entry(flag),
+        "entry": flag_entry(flag),
         "named": [(e, pretty(e)) for e in raw.named],
         "others": [(e, pretty(e)) for e in raw.others],
         "left_off": raw.left_off,

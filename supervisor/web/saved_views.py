@@ -27,7 +27,7 @@ from supervisor.core.queries.saved_views import (
     do_save_view,
 )
 
-from . import page_data
+from .pages import task_list
 
 QUERY_LENGTH = 2000
 
@@ -40,10 +40,10 @@ def checked_query(query: str) -> tuple[str, list[str]]:
         return "", [f"the filters run past {QUERY_LENGTH} characters"]
     params = QueryDict(query)
     # The page's position (`cursor`) is no filter: a view opens on the newest tasks.
-    known = (*page_data.LIST_FILTERS, "cursor")
+    known = (*task_list.LIST_FILTERS, "cursor")
     errors = [f"“{key}” is no filter of the task list" for key in params if key not in known]
-    filters = page_data.list_filters(params)
-    errors += page_data.filter_errors(params, filters)
+    filters = task_list.list_filters(params)
+    errors += task_list.filter_errors(params, filters)
     return urlencode({k: v for k, v in filters.items() if v}), errors
 
 

@@ -27,7 +27,7 @@ from supervisor.core.triage.silences import (
 )
 
 from .alert_forms import ListField
-from .page_data import FLAG_KINDS
+from .pages.task_list import FLAG_KINDS
 from .snooze_times import SNOOZE_CHOICES, UNTIL, quiet_until_from_form
 from .views import can_act
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from supervisor.core.flags.snoozes import SNOOZE_MAX
 from supervisor.core.flags.writers import FlagActionError
 
 SNOOZE_CHOICES = (("1h", "1 hour", 1), ("4h", "4 hours", 4), ("24h", "1 day", 24))
 UNTIL = "until"  # the choice that reads the `until` field
-SNOOZE_MAX = timedelta(days=30)
 
 
 def snooze_until(chosen: str | None, until: str | None, now: datetime) -> datetime:

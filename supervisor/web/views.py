@@ -22,6 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
 
 from supervisor.core import clock
+from supervisor.core.actions.advice import ACTION_LABELS
 from supervisor.core.flags.bulk import FLAG_ACTION_LABELS, do_bulk_flag_action
 from supervisor.core.flags.kinds import kind_of
 from supervisor.core.flags.writers import (
@@ -36,8 +37,12 @@ from supervisor.core.models import Flag, Task, Thread
 from supervisor.core.queries.saved_views import visible_views
 from supervisor.core.triage.assignment import AssignError, do_assign_task, do_unassign_task
 
-from . import page_data
 from .freshness import freshness
+from .pages.live import live_context
+from .pages.overview import alerting_gaps, overview_context
+from .pages.task_detail import task_detail_context
+from .pages.task_list import task_list_context
+from .pages.thread import thread_activity, thread_context
 from .snooze_times import snooze_until
 from .templatetags.readable import short_label
 
@@ -78,13 +83,13 @@ def _page(request, template: str, partial: str, context: dict, live: dict):
 @login_required
 @require_safe
 def overview(request):
-    live = page_data.live_context("overview")
-    context = page_data.overview_context(
+    live = live_context("overview")
+    context = overview_context(
         can_act(request.user), all_thread_flags=request.GET.get("thread_flags") == "all"
     )
     if not _wants_partial(request):  # shown above the live part: a reload updates it
         is_admin = request.user.has_perm("core.administer")
-        context["alerting_gaps"] = page_data.alerting_gaps(name_admins=not is_admin)
+        context["alerting_gaps"] = alerting_gaps(name_admins=not is_admin)
         context["saved_views"] = list(visible_views(request.user))
     return _page(request, "web/overview.html", "live", context, live)
 
@@ -92,9 +97,9 @@ def overview(request):
 @login_required
 @require_safe
 def task_list(request):
-    live = page_data.live_context("list")
-    context = page_data.task_list_context(request.GET, request.user)
-    context |= {"can_act": can_act(request.user), "action_labels": page_data.ACTION_LABELS}
+    live = live_context("list")
+    context = task_list_context(request.GET, request.user)
+    context |= {"can_act": can_act(request.user), "action_labels": ACTION_LABELS}
     if not _wants_partial(request):  # above the rows: a filter change leaves them be
         context["saved_views"] = list(visible_views(request.user))
     context["flag_action_labels"] = FLAG_ACTION_LABELS
@@ -107,13 +112,13 @@ def task_list(request):
 @login_required
 @require_safe
 def task_detail(request, pk: int):
-    live = page_data.live_context("task", pk)
+    live = live_context("task", pk)
     task = get_object_or_404(
         Task.objects.select_related("namespace", "parent_thread", "child_thread", "assignee"),
         pk=pk,
         known=True,
     )
-    context = page_data.task_detail_context(
+    context = task_detail_context(
         task, can_act(request.user), timeline_before=request.GET.get("timeline_before")
     )
     return _page(request, "web/task_detail.html", "live", context, live)
@@ -140,9 +145,9 @@ def task_by_id(request, ref: str):
 @login_required
 @require_safe
 def thread(request, pk: int):
-    live = page_data.live_context("thread", pk)
+    live = live_context("thread", pk)
     thread = get_object_or_404(Thread.objects.select_related("namespace"), pk=pk)
-    context = page_data.thread_context(thread) | page_data.thread_activity(thread)
+    context = thread_context(thread) | thread_activity(thread)
     return _page(request, "web/thread.html", "live", context, live)
 
 

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from supervisor.core.models import Task
-from supervisor.web.page_data import TIMELINE_PAGE
+from supervisor.web.pages.task_detail import TIMELINE_PAGE
 from tests.support.browser import log_in, wait_for_socket
 from tests.support.factories import at, task_events
 

@@ -18,7 +18,7 @@ from django.db import transaction
 from supervisor.connectors.webhook.connector import WebhookConnector
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions import writers as actions
+from supervisor.core.actions import sending
 from supervisor.core.actions.writers import do_request_action
 from supervisor.core.contract.connectors import Outgoing, SettingsError, connector_for
 from supervisor.core.contract.events import parse_event, parse_timestamp
@@ -400,7 +400,7 @@ def outgoing_for(kind: str, task: Task, thread: str, **fields) -> Outgoing:
             "attempts": 1,
         },
     )
-    return actions.outgoing_for(action)
+    return sending.outgoing_for(action)
 
 
 def counts(source) -> tuple[int, int, int]:

@@ -1,14 +1,17 @@
 """The demo fleet (`make run`): its opening makes every task and thread kind of contract
-§5 open within the first five minutes, deterministically; and an orchestrator shutting
-down (interrupt_all) leaves no unfinished work to flag."""
+§5 open within the first five minutes, deterministically; an orchestrator shutting
+down (interrupt_all) leaves no unfinished work to flag; and its episodes agree with the
+flag catalogue."""
 
 from collections import Counter
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, replay
 from supervisor.core.facts.snapshot import DetectionSettings
+from supervisor.core.flags.kinds import CATALOGUE
 from supervisor.core.models import Flag
 from supervisor.core.rules import RULES
 from supervisor.demo.fleet import (
@@ -19,6 +22,9 @@ from supervisor.demo.fleet import (
     FAILURES,
     Fleet,
 )
+from supervisor.demo.fleet.episodes import EPISODES, kinds_shown, mismatches
+from supervisor.demo.fleet.episodes.healthy import simple
+from supervisor.demo.fleet.records import Episode, failing
 
 pytestmark = pytest.mark.slow
 
@@ -154,3 +160,35 @@ def test_interrupt_all_leaves_no_unfinished_work_to_flag(store, seed, cut):
             assert result["tasks"][task.task]["raised"] == [], task
     assert result["tasks"][stuck.task]["open"] == []
     assert result["tasks"][stuck.task]["raised"] == (["stuck"] if cut > 300 else [])
+
+
+def test_the_episodes_and_the_flag_catalogue_agree():
+    """Each task and thread kind has an episode that shows it (source_silent comes from
+    the runner's outage), each episode's kinds are the catalogue's, and no failure or
+    shape is claimed twice: a new kind adds a rule and an episode beside it."""
+    assert mismatches(CATALOGUE) == []
+    shown = {kind for module in EPISODES for kind in kinds_shown(module.EPISODE)}
+    assert shown == TASK_AND_THREAD_KINDS
+
+
+def test_the_episodes_check_finds_what_disagrees():
+    """The check above can fail: a kind left without its episode, a failure claimed
+    twice, a kind the catalogue lacks, a healthy shape that flags, no coroutine."""
+
+    def module(name, episode, **coroutine):
+        return SimpleNamespace(__name__=f"episodes.{name}", EPISODE=episode, **coroutine)
+
+    without = [m for m in EPISODES if m.EPISODE.failure != "account_limit"]
+    assert mismatches(CATALOGUE, without) == ["account_limit has no episode"]
+
+    again = failing("stuck", opens=("stuck", "stuk"), paired=False, remote_only=False)
+    flagging = Episode("quiet", opens=("stuck",))  # healthy (no failure), yet it flags
+    assert mismatches(
+        CATALOGUE,
+        [*EPISODES, module("again", again, flow=simple.flow), module("quiet", flagging)],
+    ) == [
+        "again and stuck both claim 'stuck'",
+        "again claims ['stuk'], not in the catalogue",
+        "quiet is healthy yet opens ['stuck']",
+        "quiet has no coroutine: `flow` or `after_turn`",
+    ]

@@ -14,7 +14,7 @@ from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, replay
 from supervisor.core.models import Flag, Task
 from supervisor.notify import content
 from supervisor.web.fragments import _render
-from supervisor.web.page_data import task_detail_context
+from supervisor.web.pages.task_detail import task_detail_context
 from tests.support.scenarios import CONTRACT_SCENARIOS, OWN_SCENARIOS
 
 SCENARIOS = {path.stem: Scenario.load(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}

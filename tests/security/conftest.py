@@ -6,7 +6,7 @@ import pytest
 from django.core import signing
 
 from supervisor.core import clock
-from supervisor.core.actions.writers import new_preview_id, preview_action, selection_digest
+from supervisor.core.actions.previews import new_preview_id, preview_action, selection_digest
 from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.ingest.apply import apply_events

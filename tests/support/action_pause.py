@@ -6,9 +6,9 @@ import os
 import time
 from pathlib import Path
 
-from supervisor.core.actions import writers as actions
+from supervisor.core.actions import sending
 
-_outgoing_for = actions.outgoing_for
+_outgoing_for = sending.outgoing_for
 
 
 def _paused(action):
@@ -18,4 +18,4 @@ def _paused(action):
 
 
 if os.environ.get("SUPERVISOR_TEST_PAUSE_FILE"):
-    actions.outgoing_for = _paused
+    sending.outgoing_for = _paused

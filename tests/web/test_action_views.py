@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import previews
 from supervisor.core.actions import writers as actions
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
@@ -103,7 +104,7 @@ def test_a_viewer_sees_no_action_and_may_not_preview(client, user, fleet):
 
 def test_the_preview_shows_the_exact_text_the_target_and_what_it_affects(operator_client, fleet):
     task = fleet[STALE]
-    expected = actions.preview_action(task, "deliver")
+    expected = previews.preview_action(task, "deliver")
     page = operator_client.get(action_url(task, "deliver"))
     html = page.content.decode()
     assert page.status_code == 200 and "<html" in html
@@ -126,7 +127,7 @@ def test_confirming_twice_with_the_same_form_asks_once(operator_client, fleet):
     form = previewed(operator_client, task, "deliver", reason="stale result handed on")
     # Another operator's preview of the same delivery, shown before the first confirm.
     others = previewed(operator_client, task, "deliver")
-    assert form["run"] == actions.preview_action(task, "deliver").run
+    assert form["run"] == previews.preview_action(task, "deliver").run
     first = operator_client.post(action_url(task, "deliver"), form, follow=True)
     second = operator_client.post(action_url(task, "deliver"), form, follow=True)
     assert "Delivery queued" in first.content.decode()
@@ -228,7 +229,7 @@ def test_the_childs_real_answer_from_a_run_the_task_does_not_own_can_be_handed_o
 
 def test_a_run_of_another_thread_cannot_be_handed_over(fleet):
     task = fleet[TRANSIENT]
-    preview = actions.preview_action(task, "deliver", run="thread:delegated-task:a2#1")
+    preview = previews.preview_action(task, "deliver", run="thread:delegated-task:a2#1")
     assert preview.status == 400
     assert "is not a finished run of its child thread" in preview.refusal
 

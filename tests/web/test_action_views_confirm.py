@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions.writers import preview_id_of, selection_digest
+from supervisor.core.actions.previews import preview_id_of, selection_digest
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
 from tests.support.factories import make_tasks

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from supervisor.core.actions.writers import continue_text, delivery_text
+from supervisor.core.actions.previews import continue_text, delivery_text
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Task
 from supervisor.web.bulk_views import TEXT_ROWS

@@ -27,7 +27,8 @@ def test_a_quiet_source_turns_it_into_a_warning(client, user, silent_source):
 
 
 def test_the_internal_source_and_its_environment_are_not_offered(client, user, source):
-    from supervisor.core.actions.writers import SUPERVISOR_ENV, internal_source
+    from supervisor.core.actions.writers import internal_source
+    from supervisor.core.ingest.own_records import SUPERVISOR_ENV
     from supervisor.core.models import Environment
 
     internal_source(source.namespace)

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import previews
 from supervisor.core.actions import writers as actions
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.flags.writers import do_resolve_flag_by_hand
@@ -248,15 +249,15 @@ def test_the_preview_says_which_flags_it_answers_and_which_stay_open(db, receive
     played(source, SEED002)
     task = Task.objects.get(task_id=TRANSIENT)
 
-    chosen = actions.preview_action(task, "deliver", run=RUN2)
+    chosen = previews.preview_action(task, "deliver", run=RUN2)
     assert {kind for kind, _ in chosen.answers} == FAILURE_FLAGS
     assert dict(chosen.stays_open)["orphan_wake"]
 
-    default = actions.preview_action(task, "deliver")
+    default = previews.preview_action(task, "deliver")
     assert default.run == RUN1 and not default.answers
     assert "not a later result" in dict(default.stays_open)["transient_failure"]
 
-    resumed = actions.preview_action(task, "continue")
+    resumed = previews.preview_action(task, "continue")
     why = dict(resumed.stays_open)["transient_failure"]
     assert "until the orchestrator reports the task again" in why
 

@@ -8,7 +8,8 @@ import pytest
 
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Task
-from supervisor.web import fragments, page_data
+from supervisor.web import fragments
+from supervisor.web.pages import task_detail as task_page
 from tests.support.factories import at, task_events
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +65,7 @@ def get(client, url: str) -> str:
 @pytest.fixture
 def ten(source, monkeypatch):
     """task:t0 with a timeline of exactly ten entries, and pages of ten."""
-    monkeypatch.setattr(page_data, "TIMELINE_PAGE", 10)
+    monkeypatch.setattr(task_page, "TIMELINE_PAGE", 10)
     # delegation, run 1 requested and finished, the report, the wake: 5; runs 2 and 3: 4.
     apply_events(source, task_events(0) + run_events(2) + run_events(3))
     apply_events(source, run_events(4, finished=False))
@@ -102,7 +103,7 @@ def test_one_entry_more_folds_the_oldest_behind_a_link_that_shows_it(client, vie
 
 
 def test_the_earlier_links_walk_the_whole_timeline_once(client, viewer, source, monkeypatch):
-    monkeypatch.setattr(page_data, "TIMELINE_PAGE", 4)
+    monkeypatch.setattr(task_page, "TIMELINE_PAGE", 4)
     apply_events(source, task_events(0) + run_events(2) + run_events(3) + run_events(4))
     task = Task.objects.get(task_id="task:t0")
     client.force_login(viewer)

@@ -13,7 +13,9 @@ from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.models import Change, Flag, Silence, Task
 from supervisor.core.triage import silences
 from supervisor.core.triage.silences import do_create_silence
-from supervisor.web import page_data
+from supervisor.web.pages.live import open_flag_count
+from supervisor.web.pages.overview import overview_context
+from supervisor.web.pages.task_list import task_list_context
 from tests.support.cast import ANONYMOUS, OPERATOR, VIEWER, login_as
 from tests.support.factories import make_tasks
 from tests.web.test_page_data_queries import lead_thread, queries
@@ -146,12 +148,12 @@ def test_an_operator_edits_an_active_silence_and_saving_it_unchanged_changes_not
 
 def test_ending_a_silence_early_brings_its_flags_back_and_twice_is_once(client, flagged):
     made = make_silence(kinds=["stuck"])
-    assert page_data.open_flag_count() == 1
+    assert open_flag_count() == 1
     login_as(client, OPERATOR)
     client.post(f"/silences/{made.pk}/end/")
     client.post(f"/silences/{made.pk}/end/")
     assert Change.objects.filter(kind="silence.ended").count() == 1
-    assert page_data.open_flag_count() == 2
+    assert open_flag_count() == 2
     html = client.get("/silences/").content.decode()
     assert "ended early by as-operator" in html
 
@@ -160,8 +162,8 @@ def test_every_count_agrees_that_a_silenced_flag_needs_no_action(client, flagged
     stuck, _ = flagged
     make_silence(kinds=["stuck"])
     login_as(client, VIEWER)
-    overview = page_data.overview_context(False)
-    assert overview["total_open"] == 1 == page_data.open_flag_count()
+    overview = overview_context(False)
+    assert overview["total_open"] == 1 == open_flag_count()
     assert sum(row["n"] for row in overview["by_env"]) == 1
     assert [t.task_id for t in (r["task"] for r in overview["needing"])] == ["task:t1"]
     assert overview["taken_up_count"] == 1 and overview["taken_up"][0].pk == stuck.pk
@@ -169,7 +171,7 @@ def test_every_count_agrees_that_a_silenced_flag_needs_no_action(client, flagged
     assert "1 open flag awaiting attention" in html
     assert "Silenced by" in html
     assert "?n=1" in html  # the favicon's count
-    rows = {r["task"].task_id: r["problem"] for r in page_data.task_list_context({})["rows"]}
+    rows = {r["task"].task_id: r["problem"] for r in task_list_context({})["rows"]}
     assert rows["task:t0"].taken_up and not rows["task:t1"].taken_up
     assert Flag.objects.get(pk=stuck.pk).state == Flag.OPEN
 

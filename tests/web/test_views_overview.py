@@ -10,7 +10,7 @@ from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_acknowledge_flag, do_open_flag, do_snooze_flag
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Flag, Task
-from supervisor.web.page_data import open_flag_count
+from supervisor.web.pages.live import open_flag_count
 from tests.support.factories import make_tasks, task_events
 
 pytestmark = pytest.mark.django_db
@@ -123,9 +123,10 @@ def test_many_thread_flags_show_the_worst_and_oldest_and_a_link_to_all(
     """Thread flags are cards with forms: past OVERVIEW_THREAD_FLAGS the overview shows
     the first, the most severe then the longest open (worst first), and links
     to every one, on a page the live socket leaves be."""
-    from supervisor.web import fragments, page_data
+    from supervisor.core.queries import overview
+    from supervisor.web import fragments
 
-    monkeypatch.setattr(page_data, "OVERVIEW_THREAD_FLAGS", 2)
+    monkeypatch.setattr(overview, "OVERVIEW_THREAD_FLAGS", 2)
     make_tasks(source, 3)  # a refused delegation on thread:lead, the oldest
     for n in range(2):
         do_open_flag(

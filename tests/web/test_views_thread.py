@@ -9,7 +9,7 @@ from supervisor.core.facts.snapshot import Finding
 from supervisor.core.flags.writers import do_open_flag
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Thread
-from supervisor.web.page_data import TREE_DEPTH
+from supervisor.web.pages.thread import TREE_DEPTH
 from tests.support.factories import at
 
 pytestmark = pytest.mark.django_db

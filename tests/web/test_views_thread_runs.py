@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Run, Task, Thread
-from supervisor.web.page_data import THREAD_RUNS
+from supervisor.web.pages.thread import THREAD_RUNS
 from tests.support.cast import ADMIN, OPERATOR, VIEWER, login_as
 from tests.support.stories import child_thread_story, event
 

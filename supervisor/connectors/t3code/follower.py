@@ -25,7 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from supervisor.core import clock
-from supervisor.core.ingest.apply import IngestResult, apply_events, do_ingest
+from supervisor.core.ingest.apply import apply_events, do_ingest
+from supervisor.core.ingest.batch import IngestResult
 from supervisor.core.models import FollowState, Source
 
 from .mapping import Mapper, coalesced

@@ -1,3 +1,4 @@
-"""Operators' actions: writers, previews, outcomes, advice.
+"""Operators' actions: previews, writers, idempotency, sending through connectors, outcomes,
+advice.
 
 Imports ingest, flags, rules, facts and below."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from django.core import signing
 
-from supervisor.core.actions.writers import keyed_digest
+from supervisor.core.actions.previews import keyed_digest
 from supervisor.core.models import Task
 
 SALT = "supervisor.bulk-actions"

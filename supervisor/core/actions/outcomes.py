@@ -6,12 +6,15 @@ The rules stay the contract's (§5): `failed_while_running` and `transient_failu
 resolve by the rules only when the orchestrator reports the task again. A confirmed
 delivery of the child's later result is the one thing Supervisor knows to answer them
 on its own: the parent then holds the real answer, recorded as a manual wake.
+
+The latest result and what reached the parent are `core.facts.reading`'s, by the
+contract's words (§4), as the delivery flags judge them.
 """
 
 from __future__ import annotations
 
 from supervisor.core.contract.connectors import DELIVERY_WAKE_PREFIX
-from supervisor.core.facts import ownership
+from supervisor.core.facts import ownership, reading
 from supervisor.core.facts.snapshot import RunView, Snapshot, TaskView
 from supervisor.core.flags.kinds import BY_DELIVERY, BY_REASON, BY_REPORT, answered_by, kind_of
 from supervisor.core.rules import completed_on_failure
@@ -82,7 +85,7 @@ def _judge(snap, view, kind: str, flag: str, run: str | None) -> tuple[str | Non
 
 
 def _judge_deliver(snap, view, flag: str, run: str | None) -> tuple[str | None, str]:
-    latest = ownership.latest_result_run(snap, view)
+    latest = reading.latest_result_by_contract(snap, view)
     if flag in DELIVERY_KINDS:
         if latest is not None and run == latest.id:
             return (
@@ -145,8 +148,8 @@ def resolved_because(snap: Snapshot, subject_type: str, subject_id: str, kind: s
     if view is None:
         return LATER_EVENTS
     if kind in DELIVERY_KINDS:
-        latest = ownership.latest_result_run(snap, view)
-        wake = ownership.reaching_wake(snap, view, latest.summary) if latest else None
+        latest = reading.latest_result_by_contract(snap, view)
+        wake = reading.reaching_wake_by_contract(snap, view, latest.summary) if latest else None
         if wake is not None and wake.source_kind == "manual":
             delivery = _delivery_words(snap, view, wake.id, latest)
             return f"resolved: {delivery} brought the latest result to the parent"

@@ -59,7 +59,7 @@ def parse_timestamp(value: Any) -> datetime:
 Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp)]
 Id = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 Text = StrictStr | None
-# Values kept in columns of a bounded length (supervisor/core/models.py).
+# Values kept in columns of a bounded length (supervisor/core/models/).
 Name = Annotated[StrictStr, Field(max_length=200)]
 # A compatible extension (issue 31), on `run.finished` and `task.reported`: the
 # orchestrator's class of the failure (T3's: provider_error, transport_error,

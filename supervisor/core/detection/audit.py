@@ -4,24 +4,29 @@ The seed's author audited 4,846 delegated tasks by hand: how many closed within 
 a new child run being requested ("finalized in the gap before a wake run"), how many of
 those handed the parent an earlier run's interim text, and how long later results took
 to reach the parent. `audit` measures the same on every stored namespace (or some),
-with the contract's own words (§4): known task, owned run, result run, handed, reached.
+with the contract's own words (§4): known task, owned run, result run, handed, reached,
+read from ownership (`core.facts.ownership`) and the task's reading (`core.facts.reading`,
+by the contract's words), as the flags read them: no code of its own decides them.
 
 Definitions, per known task T (contract §4 for the words in quotes):
 
 - gap finalization: T's first terminal report (by `at`, ties by event id) came at most
   3 s before the `requested_at` of an "owned" run with a higher ordinal than T's
-  "result run" (`ownership.result_run`, i.e. from T's current report), and not after it:
-  0 <= requested_at - report.at <= 3 s. The first such run (lowest ordinal) is the
-  "gap run". T without a result run of known ordinal has no gap finalization.
+  "result run" (`reading.result_run_by_contract`, i.e. from T's current report), and not
+  after it: 0 <= requested_at - report.at <= 3 s. The first such run (lowest ordinal) is
+  the "gap run". When T's current report carries no run of known ordinal (its text is
+  no owned run's and it names none, or names one not described yet), any owned run
+  requested in that window counts: a run requested after the report is not the one it
+  carried (T3's fallback text for a run that ended without one is such a report).
 - handed an earlier run's text: a gap finalization where a text "handed" to the parent
-  for T (`ownership.handed`) equals, normalized, the summary of an owned finished run
-  with an ordinal lower than the gap run's.
+  for T (`reading.handed_by_contract`) is, as the contract compares texts, the summary of
+  an owned finished run with an ordinal lower than the gap run's.
 - undelivered_result open: T has a stored Flag of that kind, state open.
 - never_delivered open (a starved delivery): T has a stored Flag of that kind, state
   open: a terminal result that nothing will bring to the parent (a completion wake
   capped away, T3 #12285; a `wait` call that died).
 - later result delay: for each owned finished run of T with an ordinal higher than T's
-  result run, whose summary "reached" the parent (`ownership.reaching_wake`): the
+  result run, whose summary "reached" the parent (`reading.reaching_wake_by_contract`): the
   seconds from that run's `finished_at` to the `queued_at` of the first wake carrying
   it. Reported as count, median (the middle value, or the mean of the two middle ones)
   and p90 by nearest rank (the ceil(0.9 n)-th smallest value, no interpolation). Clocks
@@ -42,15 +47,9 @@ from datetime import timedelta
 
 from django.db.models import Count
 
+from supervisor.core.facts import reading
 from supervisor.core.facts.loader import load_namespace
-from supervisor.core.facts.ownership import (
-    handed,
-    known_tasks,
-    normalized,
-    owned_runs,
-    reaching_wake,
-    result_run,
-)
+from supervisor.core.facts.ownership import known_tasks, owned_runs
 from supervisor.core.facts.snapshot import RunView, Snapshot, TaskView
 from supervisor.core.flags.kinds import CATALOGUE
 from supervisor.core.models import Flag, Namespace
@@ -189,22 +188,23 @@ def _open_on_tasks(namespace_ids: list[int], kind: str) -> list[TaskRef]:
 def _audit_namespace(report: AuditReport, name: str, snap: Snapshot) -> None:
     for task in known_tasks(snap):
         report.tasks_seen += 1
-        rr = result_run(snap, task)
-        if rr is None or rr.ordinal is None:
-            continue  # no result run to be later than
         owned = owned_runs(snap, task)
-        later = [run for run in owned if run.ordinal is not None and run.ordinal > rr.ordinal]
-        if not later:
-            continue
+        rr = reading.result_run_by_contract(snap, task)
+        carried = rr is not None and rr.ordinal is not None
+        later = [
+            r for r in owned if r.ordinal is not None and (not carried or r.ordinal > rr.ordinal)
+        ]
         gap_run = _gap_run(task, later)
         if gap_run is not None:
             report.gap_finalizations.append(TaskRef(name, task.id))
             if _handed_earlier_text(snap, task, owned, gap_run):
                 report.handed_earlier_text.append(TaskRef(name, task.id))
+        if not carried:
+            continue  # no result run: no result of T is "later" than it
         for run in later:
             if not run.finished or run.finished_at is None:
                 continue
-            wake = reaching_wake(snap, task, run.summary)
+            wake = reading.reaching_wake_by_contract(snap, task, run.summary)
             if wake is not None and wake.queued_at is not None:
                 report.later_result_delays.append(
                     (wake.queued_at - run.finished_at).total_seconds()
@@ -229,12 +229,13 @@ def _gap_run(task: TaskView, later: list[RunView]) -> RunView | None:
 def _handed_earlier_text(
     snap: Snapshot, task: TaskView, owned: list[RunView], gap_run: RunView
 ) -> bool:
-    earlier = {
-        normalized(run.summary)
+    earlier = [
+        run
         for run in owned
         if run.finished
         and run.summary is not None
         and run.ordinal is not None
         and run.ordinal < gap_run.ordinal
-    }
-    return any(normalized(handing.text) in earlier for handing in handed(snap, task))
+    ]
+    handed = reading.handed_by_contract(snap, task)
+    return any(reading.carries_text_of(handing, run) for handing in handed for run in earlier)

@@ -2,13 +2,15 @@
 (the run whose trigger names the continue's manual wake, or the run the wake was
 delivered into when it joined a run under way), what that run did, and what is left
 to do: wait, deliver its result, or nothing. Pure over a Snapshot; the caller gives
-the continue's wake id (`connectors.continue_wake`)."""
+the continue's wake id (`connectors.continue_wake`). Whether its result reached the
+parent is read as the operator sees it (the panel beside it), and which is the latest
+result by the contract's words (§4), both from `core.facts.reading`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from supervisor.core.facts import ownership
+from supervisor.core.facts import ownership, reading
 from supervisor.core.facts.ownership import run_name
 from supervisor.core.facts.snapshot import RunView, Snapshot, TaskView
 
@@ -68,9 +70,18 @@ def what_continued(snap: Snapshot, view: TaskView, wake_id: str) -> Continued:
             "continue the child again, or cancel the task",
         )
     did = f"{name} ({whose}) finished completed: “{_excerpt(run.summary)}”"
-    if ownership.has_reached_parent(snap, view, run.summary):
+    # Reached as the operator sees it, as the panel beside this one shows it.
+    if reading.reached_as_operator_sees_it(snap, view, run):
         return Continued(run, did, NOTHING, "nothing: its result has reached the parent")
-    latest = ownership.latest_result_run(snap, view)
+    if (queued := reading.queued_not_taken(snap, view, run)) is not None:
+        return Continued(
+            run,
+            did,
+            WAIT,
+            f"wait: its result is queued for the parent (wake {queued.id}), which has not "
+            "taken it yet",
+        )
+    latest = reading.latest_result_by_contract(snap, view)
     if latest is not None and latest.id != run.id and (latest.ordinal or 0) > (run.ordinal or 0):
         return Continued(
             run,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from supervisor.core.facts import handover, ownership
+from supervisor.core.facts import handover, ownership, reading
 from supervisor.core.facts.handover import Handover
 from supervisor.core.facts.snapshot import Snapshot, TaskView
 from supervisor.core.models import Task
@@ -123,11 +123,12 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
     view = snap.tasks[task.task_id]
     child = ownership.child_thread(snap, view)
     owned = {run.id for run in ownership.owned_runs(snap, view)}
-    # The one reading of what the parent holds (core.handover): the panels, the API and
-    # the delivery flags' evidence all show it.
-    reading = handover.read(snap, view)
-    latest = reading.latest
-    result_run = ownership.result_run(snap, view)
+    # What the parent holds, as the operator sees it (core.facts.reading through
+    # core.facts.handover): the panels, the API and the delivery flags' evidence show it;
+    # the result run and the texts handed are the contract's words (§4).
+    given = handover.read(snap, view)
+    latest = given.latest
+    result_run = reading.result_run_by_contract(snap, view)
     runs = snap.runs_by_thread.get(child, []) if child else []
     items = sorted(
         snap.items_by_thread.get(child, []) if child else [],
@@ -153,12 +154,12 @@ def describe_task(task: Task, snap: Snapshot) -> TaskDetail:
         latest_result_run=latest.run if latest else None,
         latest_result_reached_parent=latest is not None and latest.reached,
         result_run=result_run.id if result_run else None,
-        handed=list(dict.fromkeys(h.text for h in ownership.handed(snap, view))),
+        handed=list(dict.fromkeys(h.text for h in reading.handed_by_contract(snap, view))),
         owned_runs=owned,
         runs=runs,
         items=items,
         wakes=wakes,
-        handover=reading,
+        handover=given,
     )
 
 

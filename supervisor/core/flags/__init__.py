@@ -1,3 +1,3 @@
-"""The flag catalogue and the only writers of flags.
+"""The flag catalogue, the only writers of flags, and how long a snooze of one may last.
 
 Imports the facts and below."""

@@ -18,7 +18,8 @@ from supervisor.core.contract.events import (
     read_json,
     storable,
 )
-from supervisor.core.ingest.apply import IngestResult, do_ingest
+from supervisor.core.ingest.apply import do_ingest
+from supervisor.core.ingest.batch import IngestResult
 from supervisor.core.models import DeadLetter, Source
 
 

@@ -17,8 +17,8 @@ continuation, a continue), continuing it is not the answer, and premature_comple
 speaks of a task called done while owned work runs.
 
 Resolved when an owned run after R (a higher ordinal; any owned run when there is no R)
-finished `completed` with a result, and that result reached the parent as
-`core.handover` reads it (a wake, a terminal report, a delivery by hand). A new report
+finished `completed` with a result, and that result reached the parent as the operator
+sees it (`core.facts.reading`: a wake, a terminal report, a delivery by hand). A new report
 whose result run completed answers it as well: the current report no longer says so.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from supervisor.core.facts import handover
+from supervisor.core.facts import reading
 from supervisor.core.facts.ownership import (
     has_result,
     judged_tasks,
@@ -107,6 +107,6 @@ def _answered(snap: Snapshot, task: TaskView, run: RunView | None) -> bool:
         and later.ordinal > after
         and later.status == "completed"
         and has_result(later)
-        and handover.run_reached(snap, task, later)
+        and reading.reached_as_operator_sees_it(snap, task, later)
         for later in owned_runs(snap, task)
     )

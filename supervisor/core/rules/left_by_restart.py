@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from supervisor.core.facts.ownership import child_thread, delivered_by_hand, judged_tasks, run_name
+from supervisor.core.facts import reading
+from supervisor.core.facts.ownership import child_thread, judged_tasks, run_name
 from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot
 
 KIND = "left_by_restart"
@@ -29,7 +30,8 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
         cut = report is not None and report.status == "cancelled" and report.cause == "restart"
         if report is not None and report.terminal and not cut:
             continue
-        if cut and delivered_by_hand(snap, task, any_text=True):
+        # The reading's "delivered" meaning: a delivery by hand of T, one without text too.
+        if cut and reading.deliveries_by_hand(snap, task, any_text=True):
             continue
         runs = snap.runs_by_thread.get(child_thread(snap, task) or "", [])
         known = [run for run in runs if run.ordinal is not None]  # sorted by ordinal

@@ -5,20 +5,20 @@ another conversation). `orphan_wake` covers wakes naming a task that is not know
 
 Raised on T `delivery_grace` after such a wake was queued (time for a follow-up's
 delegation, or the result's own wake to the parent, to arrive), unless T's parent holds
-the result: T's latest result reached the parent, as the task page reads it
-(`core.handover`); when T has no latest result, a task wake of T was delivered to the
-parent or a delivery by hand of T was made. A wake that carried a text the parent
-already holds (a copy sent astray) and a progress notice (`outcome: "updated"`) do not
-count. Resolves when T's latest result reaches the parent (or, without one, on such a
-wake or delivery by hand)."""
+the result (`core.facts.reading`): T's latest result reached the parent as the operator
+sees it, as the task page reads it; when T has no latest result, a task wake of T was
+delivered to the parent or a delivery by hand of T was made (its "delivered" meaning).
+A wake that carried a text the parent already holds (a copy sent astray) and a progress
+notice (`outcome: "updated"`) do not count. Resolves when T's latest result reaches the
+parent (or, without one, on such a wake or delivery by hand)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from supervisor.core.contract.times import after
-from supervisor.core.facts import handover
-from supervisor.core.facts.ownership import delivered_by_hand, judged_tasks, normalized
+from supervisor.core.facts import reading
+from supervisor.core.facts.ownership import judged_tasks
 from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView, WakeView
 
 from .wake_deadlines import Deadline, earliest_by_subject, passed_by_subject
@@ -64,31 +64,26 @@ def astray(snap: Snapshot, task: TaskView) -> list[WakeView]:
     ]
     if not wakes or parent_holds_result(snap, task):
         return []
-    held = {normalized(given.text) for given in handover.read(snap, task).reached}
-    return [wake for wake in wakes if (normalized(wake.summary) or None) not in held]
+    return [
+        wake
+        for wake in wakes
+        if not reading.holds_text_as_operator_sees_it(snap, task, wake.summary)
+    ]
 
 
 def parent_holds_result(snap: Snapshot, task: TaskView) -> bool:
-    """T's latest result reached the parent (the one reading the task page shows); with
-    no latest result, a task wake of T was delivered to the parent or a delivery by hand
-    of T was made (contract §4)."""
-    latest = handover.read(snap, task).latest
-    if latest is not None:
-        return latest.reached
-    if delivered_by_hand(snap, task, any_text=True):
-        return True
-    return any(
-        wake.source_kind == "task" and wake.source_task == task.id and wake.delivered
-        for wake in snap.wakes_by_target.get(task.parent_thread or "", [])
-    )
+    """T's parent holds T's result, as the reading says it (as the operator sees it;
+    without a latest result, as delivered)."""
+    return reading.holds_result_as_operator_sees_it(snap, task)
 
 
 def _finding(snap: Snapshot, task: TaskView, wakes: list[WakeView]) -> Finding:
     wakes = sorted(wakes, key=lambda w: (w.queued_at, w.id))
     targets = list(dict.fromkeys(w.thread for w in wakes))
-    latest = handover.read(snap, task).latest
-    if latest is not None:
-        lacks = f"the task's latest result has not reached the parent: {latest.how}."
+    latest = reading.latest_result_as_operator_sees_it(snap, task)
+    reach = reading.latest_reach_as_operator_sees_it(snap, task)
+    if reach is not None:
+        lacks = f"the task's latest result has not reached the parent: {reach.how}."
     else:
         lacks = "no wake or delivery by hand of the task has reached the parent."
     return Finding(
@@ -105,6 +100,6 @@ def _finding(snap: Snapshot, task: TaskView, wakes: list[WakeView]) -> Finding:
             "targets": targets,
             "parent_thread": task.parent_thread,
             "carried": [w.summary for w in wakes],
-            "latest_result": latest.text if latest is not None else None,
+            "latest_result": latest.summary if reach is not None else None,
         },
     )

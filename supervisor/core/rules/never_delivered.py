@@ -4,13 +4,17 @@ while nothing will bring it (no run of the parent thread is unfinished).
 Judged only on tasks whose orchestrator says it hands results by wakes alone
 (`delivery: "wake"` on the report): elsewhere a terminal report is itself the handing
 (contract §4). T3 caps completion wakes per cohort, and a wait-mode call can die before
-its result: such a result stays `pending` for good while the parent sits idle."""
+its result: such a result stays `pending` for good while the parent sits idle.
+
+Reads `core.facts.reading`'s "delivered" meaning (§4: a task wake of T delivered to the
+parent, or a delivery by hand of T made)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from supervisor.core.contract.times import after
+from supervisor.core.facts import reading
 from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 from .task_deadlines import coming, opened
@@ -30,13 +34,8 @@ def due_times(snap: Snapshot, settings: DetectionSettings, now: datetime) -> dic
 
 def reached(snap: Snapshot, task: TaskView) -> bool:
     """A task wake of T delivered to the parent (a read, a tool call's return, a wake
-    run that started), or a delivery by hand."""
-    for wake in snap.wakes_by_target.get(task.parent_thread or "", []):
-        if wake.source_task != task.id:
-            continue
-        if wake.source_kind == "manual" or (wake.source_kind == "task" and wake.delivered):
-            return True
-    return False
+    run that started), or a delivery by hand: the reading's "delivered" meaning."""
+    return reading.delivered_to_parent(snap, task)
 
 
 def _due(

@@ -1,18 +1,19 @@
-"""premature_completion: the task was reported done while its child still owes work."""
+"""premature_completion: the task was reported done while its child still owes work.
+
+Raised and resolved on `core.facts.reading` by the contract's words (§4, §5: result
+run, latest result, reached); its evidence's "has not reached the parent" sentence reads
+it as the operator sees it, as the task page does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from supervisor.core.facts import handover
+from supervisor.core.facts import reading
 from supervisor.core.facts.ownership import (
-    has_reached_parent,
     judged_tasks,
-    latest_result_run,
     open_delegated_tasks,
     owned_runs,
-    result_run,
     run_name,
     unfinished_owned_items,
     unfinished_owned_runs,
@@ -61,20 +62,20 @@ def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
         owed.append(Owed("the report's own hint", "pending child runs", report.event_id))
     if not owed:
         return None
-    latest = latest_result_run(snap, task)
+    latest = reading.latest_result_by_contract(snap, task)
     undelivered = latest is not None and latest.summary is not None
-    undelivered = undelivered and not has_reached_parent(snap, task, latest.summary)
+    undelivered = undelivered and not reading.reached_by_contract(snap, task, latest.summary)
     if not pending and not undelivered:
         return None
     events = [report.event_id] + [o.event_id for o in owed]
     text = f"Reported {report.status} while it still owes work: {_described(owed)}."
-    # Whether the evidence says the result has not reached the parent is the one reading's
-    # (core.handover): a terminal report that handed it counts there, as on the task page.
-    reached = latest is not None and handover.run_reached(snap, task, latest)
+    # The evidence's words read the reading as the operator sees it: a terminal report
+    # that handed the result counts there, as on the task page.
+    reached = latest is not None and reading.reached_as_operator_sees_it(snap, task, latest)
     if undelivered and not reached:
         events.append(latest.finished_event)
         text += f" Its latest result, from {run_name(latest)}, has not reached the parent."
-    rr = result_run(snap, task)
+    rr = reading.result_run_by_contract(snap, task)
     return Finding(
         KIND,
         "task",
@@ -110,7 +111,7 @@ def _pending(snap: Snapshot, task: TaskView) -> list[Owed]:
 
 def _runs_after_result(snap: Snapshot, task: TaskView, pending: list[Owed]) -> list[Owed]:
     """Owned runs later than the run the reported text came from (not already pending)."""
-    rr = result_run(snap, task)
+    rr = reading.result_run_by_contract(snap, task)
     if rr is None or rr.ordinal is None:
         return []
     named = {o.what for o in pending}

@@ -1,17 +1,14 @@
-"""stale_result: the parent was handed a text that is not the task's latest result."""
+"""stale_result: the parent was handed a text that is not the task's latest result.
+
+Reads `core.facts.reading` by the contract's words (§4, §5): handed, latest result,
+reached."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from supervisor.core.facts.ownership import (
-    handed,
-    has_reached_parent,
-    judged_tasks,
-    latest_result_run,
-    normalized,
-    run_name,
-)
+from supervisor.core.facts import reading
+from supervisor.core.facts.ownership import judged_tasks, run_name
 from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 KIND = "stale_result"
@@ -23,13 +20,13 @@ def findings(snap: Snapshot, settings: DetectionSettings, now: datetime) -> list
 
 
 def _finding(snap: Snapshot, task: TaskView) -> Finding | None:
-    handings = handed(snap, task)
-    latest = latest_result_run(snap, task)
+    handings = reading.handed_by_contract(snap, task)
+    latest = reading.latest_result_by_contract(snap, task)
     if not handings or latest is None or latest.summary is None:
         return None
-    if normalized(latest.summary) in {normalized(h.text) for h in handings}:
+    if reading.handed_text_by_contract(snap, task, latest.summary):
         return None
-    if has_reached_parent(snap, task, latest.summary):
+    if reading.reached_by_contract(snap, task, latest.summary):
         return None
     texts = list(dict.fromkeys(h.text for h in handings))
     events = [h.event_id for h in handings] + [latest.finished_event]

@@ -1,16 +1,15 @@
-"""undelivered_result: a later owned run's result never reached the parent."""
+"""undelivered_result: a later owned run's result never reached the parent.
+
+Reads `core.facts.reading` by the contract's words (§4, §5): result run, latest result,
+reached."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from supervisor.core.contract.times import after
-from supervisor.core.facts.ownership import (
-    has_reached_parent,
-    latest_result_run,
-    result_run,
-    run_name,
-)
+from supervisor.core.facts import reading
+from supervisor.core.facts.ownership import run_name
 from supervisor.core.facts.snapshot import DetectionSettings, Finding, Snapshot, TaskView
 
 from .task_deadlines import coming, opened
@@ -33,13 +32,13 @@ def _due(
     report = task.current_report
     if report is None or not report.terminal:
         return None
-    rr = result_run(snap, task)
-    latest = latest_result_run(snap, task)
+    rr = reading.result_run_by_contract(snap, task)
+    latest = reading.latest_result_by_contract(snap, task)
     if rr is None or rr.ordinal is None or latest is None or latest.summary is None:
         return None
     if latest.ordinal <= rr.ordinal or latest.finished_at is None:
         return None
-    if has_reached_parent(snap, task, latest.summary):
+    if reading.reached_by_contract(snap, task, latest.summary):
         return None
     events = [report.event_id, latest.finished_event]
     finding = Finding(

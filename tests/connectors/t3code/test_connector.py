@@ -14,7 +14,8 @@ from supervisor.connectors.t3code.connector import DISPOSED, T3CodeConnector
 from supervisor.connectors.t3code.settings import check_settings
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions.writers import ActionRefused, do_request_action, preview_action
+from supervisor.core.actions.previews import ActionRefused, preview_action
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.contract.connectors import (
     ConnectorError,
     Outgoing,

@@ -15,7 +15,8 @@ import pytest
 
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions.writers import do_request_action, outgoing_for
+from supervisor.core.actions.sending import outgoing_for
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.facts import continued, ownership
 from supervisor.core.facts.loader import load_for_task

@@ -19,7 +19,8 @@ import pytest
 
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions.writers import do_request_action, preview_action
+from supervisor.core.actions.previews import preview_action
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.models import Flag, Task
 from supervisor.jobs import operator_actions
 from tests.support.t3.acting import (

@@ -8,7 +8,8 @@ import pytest
 from supervisor.core import clock
 from supervisor.core.access.sources import do_create_source
 from supervisor.core.actions import writers as actions
-from supervisor.core.actions.writers import ActionRefused, do_request_action, preview_action
+from supervisor.core.actions.previews import ActionRefused, preview_action
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, Change, Flag, Task, Wake

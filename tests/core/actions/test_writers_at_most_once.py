@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from supervisor.core import changes, clock
 from supervisor.core.access.sources import do_create_source
+from supervisor.core.actions import previews
 from supervisor.core.actions import writers as actions
-from supervisor.core.actions.writers import ActionRefused, do_request_action
+from supervisor.core.actions.previews import ActionRefused
+from supervisor.core.actions.writers import do_request_action
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import Action, IngestedEvent, Task, Wake
 from supervisor.jobs import operator_actions
@@ -256,7 +258,7 @@ def test_recording_that_always_fails_after_the_send_stops_at_the_last_attempt(
     assert action.attempts == 3 and "may have been sent" in action.last_error
     # Asking again is allowed (the delivery failed), but the preview says it may be there.
     with clock.virtual_clock(UNTIL):
-        preview = actions.preview_action(task, "deliver")
+        preview = previews.preview_action(task, "deliver")
     assert any("may have reached the parent" in line for line in preview.affects)
 
 

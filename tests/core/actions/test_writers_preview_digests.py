@@ -12,7 +12,7 @@ from django.core import signing
 from django.test import override_settings
 
 from supervisor.core.access.sources import do_create_source
-from supervisor.core.actions.writers import delivery_text, preview_action
+from supervisor.core.actions.previews import delivery_text, preview_action
 from supervisor.core.contract.connectors import connector_for
 from supervisor.core.models import Source, Task
 from tests.support.factories import make_tasks

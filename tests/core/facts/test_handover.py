@@ -1,6 +1,6 @@
 """The one reading of what the parent holds for a task (core.facts.handover)."""
 
-from supervisor.core.actions.writers import delivery_text
+from supervisor.core.actions.previews import delivery_text
 from supervisor.core.facts import handover
 from supervisor.core.models import Task
 from tests.support.snapshots import TASK, report, run, snapshot, task, wake

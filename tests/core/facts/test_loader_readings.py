@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from supervisor.core.actions.writers import preview_action
+from supervisor.core.actions.previews import preview_action
 from supervisor.core.detection.evaluate import affected_subjects, evaluate
 from supervisor.core.facts.loader import load_for_subjects, load_for_task
 from supervisor.core.facts.task_detail import describe_task

@@ -4,7 +4,7 @@ once (the rest of the concurrency tests need PostgreSQL: tests/test_services.py)
 import pytest
 from django.db import OperationalError, transaction
 
-from supervisor.core.ingest import apply as ingest
+from supervisor.core.ingest import batch
 from supervisor.core.ingest.apply import apply_events
 from supervisor.core.models import DeadLetter, IngestedEvent, Run, Source, Task, TaskReport
 from supervisor.core.store import entity_locks
@@ -29,7 +29,7 @@ def rolled_back(code="40P01"):
 def fails_first(monkeypatch):
     """The batch's transaction fails late (after its rows are written) `times` times."""
     calls = {"n": 0, "times": 1, "code": "40P01"}
-    original = ingest._record_changes
+    original = batch._record_changes
 
     def record(source, result):
         calls["n"] += 1
@@ -37,7 +37,7 @@ def fails_first(monkeypatch):
             raise rolled_back(calls["code"])
         return original(source, result)
 
-    monkeypatch.setattr(ingest, "_record_changes", record)
+    monkeypatch.setattr(batch, "_record_changes", record)
     monkeypatch.setattr(entity_locks.time, "sleep", lambda seconds: None)
     return calls
 

@@ -16,7 +16,7 @@ from supervisor.connectors.t3code.connector import command_id, derived_id
 from supervisor.connectors.t3code.follower import Follower
 from supervisor.core import clock
 from supervisor.core.actions import writers as actions
-from supervisor.core.actions.writers import outgoing_for
+from supervisor.core.actions.sending import outgoing_for
 from supervisor.core.contract.connectors import ConnectorError
 from supervisor.core.detection.evaluate import evaluate
 from supervisor.core.models import Action, Flag, Wake

@@ -1,6 +1,6 @@
 """`manage.py simulate`: run a simulated orchestrator fleet against Supervisor.
 
-The fleet's events (`demo/fleet.py`) go out paced in real time by `--speed`, over the
+The fleet's events (`demo/fleet/`) go out paced in real time by `--speed`, over the
 HTTP API (`--url`, `--token`) or in-process into a source (`--source`), as
 `demo/sending.py` sends them. With `--listen`, it also serves a webhook receiver
 (`demo/receiver.py`) that answers Supervisor's actions the way an orchestrator would
