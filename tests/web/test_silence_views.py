@@ -18,7 +18,7 @@ from supervisor.web.pages.overview import overview_context
 from supervisor.web.pages.task_list import task_list_context
 from tests.support.cast import ANONYMOUS, OPERATOR, VIEWER, login_as
 from tests.support.factories import make_tasks
-from tests.web.test_page_data_queries import lead_thread, queries
+from tests.web.pages.test_queries import lead_thread, queries
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,10 @@ def the_task(snap):
 
 
 def failed_then_restarted(*, delivered: bool = False):
-    """Issue 40's case: the orchestrator hands results by wake only; run 1 fails on a
-    passing fault and the task is reported failed, that wake delivered (the parent starts
-    a run for it); run 2, the restart of run 1, completes and its task wake is queued."""
+    """The case where the meanings part: the orchestrator hands results by wake only;
+    run 1 fails on a passing fault and the task is reported failed, that wake delivered
+    (the parent starts a run for it); run 2, the restart of run 1, completes and its task
+    wake is queued."""
     return snapshot(
         task(reports=[report("failed", 11, summary=OVERLOADED, result_run="r1", delivery="wake")]),
         run("r1", 1, finished=10, status="failed", summary=OVERLOADED),
@@ -29,7 +30,7 @@ def failed_then_restarted(*, delivered: bool = False):
     )
 
 
-# --- issue 40: where the meanings part -------------------------------------------------
+# --- where the meanings part ------------------------------------------------------------
 
 
 def test_a_queued_wake_under_delivery_wake_reached_by_the_contract_not_as_the_operator_sees_it():

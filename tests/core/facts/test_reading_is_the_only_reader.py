@@ -1,5 +1,5 @@
 """Whether a result reached the parent, and which is the latest result, are decided in
-`core/facts/reading.py` alone (issue 40): everything else reads its named predicates.
+`core/facts/reading.py` alone: everything else reads its named predicates.
 
 The source of supervisor/ is read (not run) for the code that decides it elsewhere:
 

@@ -13,7 +13,7 @@ from supervisor.core import clock
 from supervisor.core.flags.kinds import titles
 from supervisor.core.models import Task
 from tests.support.scenarios import load_own
-from tests.web.test_advice_beside_latest_result import (
+from tests.web.pages.test_task_detail_advice import (
     NOW,
     QUEUED_WAKE,
     judged_with_the_wake_queued,

@@ -1,4 +1,4 @@
-"""`manage.py report`'s audit counts the premature completions the flags raise (issue 40):
+"""`manage.py report`'s audit counts the premature completions the flags raise:
 for every scenario, and every T3 history the follower's tests record, whose expected flags
 hold a premature completion, the audit's gap finalizations are exactly the tasks with a
 premature_completion flag finalized within its window (3 s, seed 000's measure).
