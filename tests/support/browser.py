@@ -186,7 +186,7 @@ def page_paths(seeded: Seeded) -> dict[str, str]:
     }
 
 
-AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).resolve().parent.parent / "browser" / "vendor" / "axe-core" / "axe.min.js"
 BLOCKING = {"serious", "critical"}
 RUN_AXE = """async () => {
   const results = await axe.run(document, {resultTypes: ["violations"]});
