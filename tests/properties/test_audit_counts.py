@@ -85,7 +85,7 @@ def test_the_audit_counts_the_premature_completions_finalized_in_its_window(stor
     assert counted() == flagged, f"the audit counts {len(counted())}, the flags {len(flagged)}"
 
 
-T3_HISTORIES = ["seed000", "seed001"]  # tests/t3/timelines.py's, whose scenarios expect one
+T3_HISTORIES = ["seed000", "seed001"]  # tests/support/t3/timelines.py's, whose scenarios expect one
 
 
 @pytest.mark.django_db

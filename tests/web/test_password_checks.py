@@ -98,7 +98,7 @@ def test_log_ins_being_checked_leave_the_pool_to_ingest(live_server):
     _, token = do_create_source("busy")
     pool_size = connection.settings_dict["OPTIONS"]["pool"]["max_size"]
     answers: list[int] = []
-    hashers = ["tests.test_log_ins_beside_ingest.HeldPasswordHasher"]
+    hashers = ["tests.web.test_password_checks.HeldPasswordHasher"]
     with override_settings(SUPERVISOR_RATE_LIMITS=NO_LIMITS, PASSWORD_HASHERS=hashers):
         browsers = [Browser(live_server.url + "/login/") for _ in range(pool_size)]
         before = taken()  # this test's own connection
