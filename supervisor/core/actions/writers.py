@@ -357,31 +357,21 @@ def internal_source(namespace) -> Source:
 def record_delivery(action: Action, now: datetime) -> None:
     """A confirmed delivery as a `manual` wake to the parent (contract §4): it is how
     the delivery flags learn that the result has reached the parent."""
-    task = action.task
-    event = {
-        "id": key_id("delivery:", action.idempotency_key),
-        "type": "wake.queued",
-        "at": now.isoformat(),
-        "env": SUPERVISOR_ENV,
-        "data": {
-            "wake": action.wake,
-            "thread": action.target_thread_id,
-            "source": {"kind": "manual", "task": task.task_id},
-            "summary": action.text,
-        },
-    }
-    result = do_ingest(internal_source(task.namespace), [event])
-    if result.rejected:
-        raise RuntimeError(f"recording delivery {action.pk} failed: {result.rejected}")
+    _record_manual_wake(action, now, "delivery:", "delivery")
 
 
 def record_continue(action: Action, now: datetime) -> None:
     """A confirmed continue as a `manual` wake of the task to its child thread (contract
     §4, rule 5): the run the child starts for it names the wake in its trigger, and the
     task owns that run; a wake no run starts shows as `stuck`, as any wake does."""
+    _record_manual_wake(action, now, "continue:", "continue")
+
+
+def _record_manual_wake(action: Action, now: datetime, prefix: str, what: str) -> None:
+    """The action's `manual` wake to its target thread, from the internal source."""
     task = action.task
     event = {
-        "id": key_id("continue:", action.idempotency_key),
+        "id": key_id(prefix, action.idempotency_key),
         "type": "wake.queued",
         "at": now.isoformat(),
         "env": SUPERVISOR_ENV,
@@ -394,7 +384,7 @@ def record_continue(action: Action, now: datetime) -> None:
     }
     result = do_ingest(internal_source(task.namespace), [event])
     if result.rejected:
-        raise RuntimeError(f"recording continue {action.pk} failed: {result.rejected}")
+        raise RuntimeError(f"recording {what} {action.pk} failed: {result.rejected}")
 
 
 def actor_words(actor_name: str | None) -> str:
