@@ -28,17 +28,19 @@ $(VENV)/.synced: pyproject.toml uv.lock
 run: bootstrap
 	$(PY) manage.py up
 
-# Tests keep their database, broker folder and keys apart from `make run`'s.
+# Tests keep their database, broker folder and keys apart from `make run`'s, and run on
+# every core (pytest-xdist), each worker apart from the others (tests/support/parallel.py);
+# the tests of one xdist_group share a worker. One part: make test PYTEST_ADDOPTS=tests/web
+PARALLEL := -n auto --dist loadgroup
 test: bootstrap
-	@echo "The whole suite: about 30 minutes on two cores. One part: make test PYTEST_ADDOPTS=tests/web"
-	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest
+	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest $(PARALLEL)
 
 # The fast tier, for the edit-and-check loop: every test but the end-to-end ones (a real
 # Chromium, or `make run` itself: e2e), those that play the real T3 Code servers of
 # ../shared (real_t3), the fault suite with its own PostgreSQL and Redis (faults) and any
-# other test over about 5 s (slow). A few minutes on two cores; `make test` runs them all.
+# other test over about 5 s (slow). Under three minutes on two cores; `make test` runs them all.
 check: bootstrap
-	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest \
+	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest $(PARALLEL) \
 		-m "not e2e and not real_t3 and not faults and not slow"
 
 # The README's pictures into docs/screenshots/ (Debian's Chromium; about six minutes, the

@@ -84,9 +84,18 @@ def _fresh_rate_limits():
 SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"))
 
 
-# Run last: they follow the real T3 plays that CI's background player is still making
+# Run last: they follow the real T3 plays that the background player is still making
 # (tests/support/t3/plays.py); at the end of the session nothing waits for it.
 LAST = ("tests/connectors/t3code/test_real_server.py",)
+
+
+def pytest_collection_finish(session):
+    # The real T3 plays start as the session does, in the background, when a test will
+    # read them: once for every worker of the run (the player holds a lock).
+    if any("real_t3" in item.keywords for item in session.items):
+        from tests.support.t3.plays import start_player
+
+        start_player()
 
 
 def pytest_collection_modifyitems(config, items):

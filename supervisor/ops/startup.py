@@ -176,5 +176,19 @@ def bind_demo(python: str) -> DemoProcess:
         if not seed.isdigit():
             raise StartupError(f"SUPERVISOR_DEMO_SEED must be a whole number (got {seed!r})")
         command += ["--seed", seed]
+    durations = os.environ.get("SUPERVISOR_DEMO_DURATIONS", "").strip()
+    if durations:
+        # A shorter demo for a walk-through (or a test of the pages): the work and the
+        # waits scale; the gaps timed against detection settings do not.
+        try:
+            scale = float(durations)
+        except ValueError:
+            scale = 0.0
+        if not 0 < scale <= 1:
+            raise StartupError(
+                f"SUPERVISOR_DEMO_DURATIONS must be a number above 0 and at most 1 "
+                f"(got {durations!r})"
+            )
+        command += ["--durations", repr(scale)]
     # In the environment, not on the command line where `ps` would show it.
     return DemoProcess(command, {"SUPERVISOR_SIMULATOR_SECRET": secret})

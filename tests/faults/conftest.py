@@ -20,10 +20,12 @@ TEMPLATE = "faults_template"
 
 
 def pytest_collection_modifyitems(config, items):
+    # One worker of a parallel run takes them all: the session's servers are started once.
     here = Path(__file__).parent
     for item in items:
         if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.faults)
+            item.add_marker(pytest.mark.xdist_group("faults"))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,18 +2,24 @@
 arrival order (contract §5, §7); and each flag depends on the events its evidence names."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
-from supervisor.core.detection.scenario import Scenario, ThrowAwayStore
-from tests.support import order_judge
+from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, replay
+from supervisor.core.models import Flag
 from tests.support.scenarios import CONTRACT_SCENARIOS, OWN_SCENARIOS
 
 PATHS = {path.stem: str(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
 SCENARIOS = {name: Scenario.load(path) for name, path in PATHS.items()}
 BY_PATH = {PATHS[name]: scenario for name, scenario in SCENARIOS.items()}
 PATH_OF = {id(scenario): path for path, scenario in BY_PATH.items()}
-PERMUTATIONS = 50
+# How many random arrivals (shuffled, with repeats) each scenario is judged in. The stored
+# state's independence of arrival order is held over every scenario, in many more
+# orders, by the cheaper ingest property (tests/properties/test_ingest_order.py): what is
+# judged here is detection on the way there, whose flags open and resolve as events
+# arrive. Eight arrivals, each judged whole and as the service would, did that part.
+PERMUTATIONS = 8
 
 # The module runs on a throw-away in-memory SQLite store whatever DATABASE_URL names, so
 # CI's service run would repeat the embedded run exactly: it leaves it out (.ci/run).
@@ -21,48 +27,19 @@ pytestmark = [pytest.mark.slow, pytest.mark.own_store]
 
 
 @pytest.fixture(scope="module")
-def store(request, django_db_blocker, tmp_path_factory):
-    """The throw-away store, with the arrivals the selected tests will judge judged
-    already: half of them by a helper process while this one judges the other half
-    (the replays are most of the module's time, and the machine has two cores)."""
+def store(django_db_blocker):
+    """The throw-away store, and the judgements made on it so far: each arrival is judged
+    once for every test of this module that runs in this process (a parallel run keeps a
+    scenario's tests in one process: see `by_scenario`)."""
     with django_db_blocker.unblock(), ThrowAwayStore() as store:
         store.judged = {}
-        jobs = planned(selected_scenarios(request))
-        helper = order_judge.Helper(jobs[1::2], tmp_path_factory.mktemp("order"))
-        try:
-            for job in jobs[0::2]:
-                judge_job(store, job)
-            store.judged.update(helper.results())
-        finally:
-            helper.stop()
         yield store
 
 
-def selected_scenarios(request) -> list[str]:
-    names = set()
-    for item in request.session.items:
-        spec = getattr(item, "callspec", None)
-        if item.module is request.module and spec is not None and "name" in spec.params:
-            names.add(spec.params["name"])
-    return sorted(names)
-
-
-def planned(names: list[str]) -> list[tuple]:
-    """The jobs the tests below ask for, but for the evidence tests' (they depend on
-    the flags judged first): every arrival of every selected scenario."""
-    jobs = []
-    for name in names:
-        scenario = SCENARIOS[name]
-        whole = [
-            scenario.events,
-            scenario.events[::-1],
-            wakes_and_reports_first(scenario.events),
-            *random_arrivals(name),
-        ]
-        service = [scenario.events, scenario.events[::-1], *random_arrivals(name)[:8]]
-        jobs += [job_of(scenario, events, as_service=False) for events in whole]
-        jobs += [job_of(scenario, events, as_service=True) for events in service]
-    return list(dict.fromkeys(jobs))
+def by_scenario() -> list:
+    """The scenario names, each test of a scenario in the same worker of a parallel run,
+    so that its arrivals are judged once."""
+    return [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in sorted(SCENARIOS)]
 
 
 def job_of(scenario: Scenario, events: list, *, as_service: bool) -> tuple:
@@ -74,9 +51,17 @@ def job_of(scenario: Scenario, events: list, *, as_service: bool) -> tuple:
 def judge_job(store, job: tuple) -> tuple:
     if job not in store.judged:
         path, positions, as_service = job
-        store.judged[job] = order_judge.judge_arrival(
-            store, BY_PATH[path], positions, as_service=as_service
+        scenario = BY_PATH[path]
+        store.reset()
+        result = replay(
+            replace(scenario, events=[scenario.events[i] for i in positions]),
+            as_service=as_service,
         )
+        flags = {
+            (f.subject_type, f.subject_id, f.kind): f.evidence
+            for f in Flag.objects.filter(state=Flag.OPEN, subject_type__in=("task", "thread"))
+        }
+        store.judged[job] = (result, flags)
     return store.judged[job]
 
 
@@ -102,14 +87,14 @@ def wakes_and_reports_first(events: list) -> list:
     return first + [e for e in events if e not in first]
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", by_scenario())
 def test_reversed_arrival_leaves_the_same_flags_open(store, name):
     scenario = SCENARIOS[name]
     expected = open_kinds(store, scenario, scenario.events)
     assert open_kinds(store, scenario, scenario.events[::-1]) == expected
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", by_scenario())
 def test_wakes_and_reports_first_leave_the_same_flags_open(store, name):
     scenario = SCENARIOS[name]
     expected = open_kinds(store, scenario, scenario.events)
@@ -131,7 +116,7 @@ def random_arrivals(name: str) -> list[list]:
     return arrivals
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", by_scenario())
 def test_random_arrivals_with_repeats_leave_the_same_flags_open(store, name):
     scenario = SCENARIOS[name]
     expected = open_kinds(store, scenario, scenario.events)
@@ -139,12 +124,7 @@ def test_random_arrivals_with_repeats_leave_the_same_flags_open(store, name):
         assert open_kinds(store, scenario, events) == expected, f"trial {trial}: {events}"
 
 
-def evidence_cases():
-    for name in sorted(SCENARIOS):
-        yield pytest.param(name, id=name)
-
-
-@pytest.mark.parametrize("name", [p.values[0] for p in evidence_cases()])
+@pytest.mark.parametrize("name", by_scenario())
 def test_dropping_an_event_named_as_evidence_changes_the_flag(store, name):
     scenario = SCENARIOS[name]
     flags = open_flags(store, scenario, scenario.events)
@@ -172,14 +152,14 @@ def result_of(store, scenario, events, *, as_service):
     return judge(store, scenario, events, as_service=as_service)[0]
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", by_scenario())
 def test_the_service_judges_as_the_whole_namespace_does(store, name):
     # The service evaluates only what a batch touched, and sweeps what is due; replaying
     # that way must raise and leave open exactly what judging everything each time does.
-    # Eight of the random arrivals (with repeats) above: their whole-namespace replays
-    # are judged once for both tests.
+    # The random arrivals (with repeats) above: their whole-namespace replays are judged
+    # once for both tests.
     scenario = SCENARIOS[name]
-    arrivals = [scenario.events, scenario.events[::-1], *random_arrivals(name)[:8]]
+    arrivals = [scenario.events, scenario.events[::-1], *random_arrivals(name)]
     for trial, events in enumerate(arrivals):
         whole = result_of(store, scenario, events, as_service=False)
         service = result_of(store, scenario, events, as_service=True)

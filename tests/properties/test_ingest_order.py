@@ -1,5 +1,6 @@
 """The stored state does not depend on arrival order or repeats (contract §1)."""
 
+import random
 import uuid
 
 import pytest
@@ -22,14 +23,14 @@ from supervisor.core.models import (
 )
 from tests.support.scenarios import CONTRACT_SCENARIOS, OWN_SCENARIOS, load_scenario
 
-SCENARIOS = {path.stem: load_scenario(path)["events"] for path in CONTRACT_SCENARIOS}
-# The contract's scenarios send no task.requested: the own ones that do.
-OWN = {path.stem: load_scenario(path)["events"] for path in OWN_SCENARIOS}
-SCENARIOS |= {
-    name: events
-    for name, events in OWN.items()
-    if any(e["type"] == "task.requested" for e in events)
+# Every scenario, the contract's and the project's own: the arrival-order property of
+# detection (tests/properties/test_detection_order.py) judges fewer arrivals because this
+# one holds the stored state to every scenario in many.
+SCENARIOS = {
+    path.stem: load_scenario(path)["events"] for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]
 }
+# Shuffled arrivals, with repeats and batches of random sizes, for each scenario.
+ARRIVALS = 12
 
 
 # Times on Supervisor's own clock: when things arrived and were evaluated, not what happened.
@@ -128,6 +129,31 @@ def test_canonical_dump_sees_a_changed_value():
     changed = [dict(e) for e in events]
     changed[11] = {**changed[11], "data": {**changed[11]["data"], "summary": "other"}}
     assert ingest(changed) != ingest(events)
+
+
+def random_arrivals(name: str) -> list[tuple[list, tuple]]:
+    """ARRIVALS shuffles of a scenario's events, each with up to as many repeats again
+    inserted anywhere, in batches of random sizes; reproducible by the scenario's name."""
+    events = SCENARIOS[name]
+    rng = random.Random(name)
+    arrivals = []
+    for _ in range(ARRIVALS):
+        arrived = rng.sample(events, len(events))
+        for _ in range(rng.randrange(len(events) + 1)):
+            arrived.insert(rng.randrange(len(arrived) + 1), rng.choice(events))
+        sizes = tuple(rng.randint(1, 7) for _ in range(rng.randint(1, 4)))
+        arrivals.append((arrived, sizes))
+    return arrivals
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_random_arrivals_with_repeats_give_the_same_state(name):
+    expected = ingest(SCENARIOS[name])
+    for trial, (arrived, sizes) in enumerate(random_arrivals(name)):
+        assert ingest(arrived, sizes) == expected, (
+            f"trial {trial}: {[e.get('id') for e in arrived]}"
+        )
 
 
 @st.composite

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.support.parallel import WORKER, redis_db, with_db
+
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD_LINE = re.compile(r"user 'admin' \(admin role\), password '([^']+)'")
-DATABASE = "supervisor_make_run"
-BROKER_DB, CHANNEL_DB = 13, 12  # the tests use 15 and 14
+# Its own database and Redis databases, one set per test worker (tests/support/parallel.py).
+DATABASE = "supervisor_make_run" + (f"_{WORKER}" if WORKER else "")
 
 
 def free_port() -> int:
@@ -118,10 +120,10 @@ def service_env(database: str) -> dict[str, str]:
     url = os.environ.get("DATABASE_URL")
     if url:
         env["DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
-    for name, db in (("CELERY_BROKER_URL", BROKER_DB), ("CHANNEL_LAYER_URL", CHANNEL_DB)):
+    for name, role in (("CELERY_BROKER_URL", "run broker"), ("CHANNEL_LAYER_URL", "run channel")):
         value = os.environ.get(name, "")
         if value.startswith("redis://"):
-            env[name] = urlunsplit(urlsplit(value)._replace(path=f"/{db}"))
+            env[name] = with_db(value, redis_db(role))
     return env
 
 

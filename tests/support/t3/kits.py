@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support.t3.plays import build
 
 
 def _unavailable(reason: str):
@@ -25,7 +26,7 @@ def built(kit: Path) -> Path:
     for tool in ("npm", "g++", "make"):
         if shutil.which(tool) is None:
             _unavailable(f"the kit needs {tool!r} to build T3 Code, and it is not on PATH")
-    done = subprocess.run([str(kit), "build"], capture_output=True, text=True, timeout=900)
+    done = build(kit)
     if done.returncode != 0:
         _unavailable(f"{kit} build failed: {(done.stderr or done.stdout)[-2000:]}")
     return kit

@@ -1,23 +1,24 @@
 """The real T3 kits' scenarios, played once per CI run: what each must give, and the
 player that keeps each play, by the kits' digest, in a temporary folder of the clone.
 
-`.ci/run` starts `python -m tests.support.t3.plays` in the background before the embedded run,
-so the plays (mostly waiting on the scripted provider's delays) overlap other tests;
-the session fixture of `test_real_server` waits for that player, then plays whatever is
-still missing itself. The service run follows the databases the first run's plays wrote
-(the rows are T3's; only Supervisor's store differs). Standard library only: it runs
+A test session that has real-T3 tests to run starts `python -m tests.support.t3.plays` in
+the background as it begins (tests/conftest.py), so the plays (mostly waiting on the
+scripted provider's delays) overlap other tests; the tests that read them wait for that
+player, then play whatever is still missing themselves. The service run follows the
+databases the first run's plays wrote (the rows are T3's; only Supervisor's store
+differs). Standard library only: it runs
 before Django is set up, and without it."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -185,34 +186,69 @@ def play_all(
     return {p: why for p, why in failed.items() if why}
 
 
-PLAYER = "player.pid"  # the background player's process id, while it runs
+# Two locks (flock, on files of played_root) keep the workers of a parallel run, and the
+# runs of one clone, from playing or building over each other: PLAYING while the
+# background player, or any test, plays; BUILDING while a kit builds T3 Code.
+PLAYING, BUILDING = "playing.lock", "building.lock"
 
 
-def wait_for_player(timeout: float = 1800) -> None:
-    """Until a background player (if any) has ended: its plays are then on disk. Long
-    enough for its retries (RETRIES): playing beside it would clear its base folders."""
-    pid_file = played_root() / PLAYER
-    deadline = time.monotonic() + timeout
-    while pid_file.is_file() and time.monotonic() < deadline:
+@contextmanager
+def held(name: str):
+    """The lock `name`, waited for as long as it takes (a player's retries take minutes)."""
+    root = played_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / name).open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        yield
+
+
+def start_player() -> bool:
+    """Start the background player unless one plays already (another worker started it,
+    or a run of this clone still plays): the test session goes on while the scenarios
+    play, mostly waiting on the scripted provider. The player holds PLAYING from here to
+    its end, so a test that needs the plays waits for it by taking the lock. Whether it
+    started one."""
+    if not any(kit.is_file() for kit in KITS.values()):
+        return False
+    root = played_root()
+    root.mkdir(parents=True, exist_ok=True)
+    file = (root / PLAYING).open("a")
+    try:
         try:
-            os.kill(int(pid_file.read_text().strip() or 0), 0)
-        except (OSError, ValueError):
-            return  # it is gone (a crash leaves the file behind)
-        time.sleep(1)
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        log = root / "player.log"
+        with log.open("a") as out:
+            # The lock goes with the inherited descriptor: it is the player's until it ends.
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.support.t3.plays"],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                pass_fds=(file.fileno(),),
+                start_new_session=True,
+            )
+        return True
+    finally:
+        file.close()
+
+
+def build(kit: Path) -> subprocess.CompletedProcess:
+    """`kit build` (a second build returns at once), one build at a time."""
+    with held(BUILDING):
+        return subprocess.run([str(kit), "build"], capture_output=True, text=True, timeout=900)
 
 
 def main() -> int:
-    """Play both kits' scenarios into the test var dir (quietly: the tests report)."""
+    """Play both kits' scenarios (quietly: the tests report). Started by start_player,
+    it holds PLAYING already; run by hand, it takes it."""
     kits = {v: kit for v, kit in KITS.items() if kit.is_file()}
-    root = played_root()
-    root.mkdir(parents=True, exist_ok=True)
-    (root / PLAYER).write_text(str(os.getpid()))
-    try:
+    with held(PLAYING):
         for kit in kits.values():
-            subprocess.run([str(kit), "build"], capture_output=True, timeout=900)
+            build(kit)
         failed = play_all(kits)
-    finally:
-        (root / PLAYER).unlink(missing_ok=True)
     for (version, name), why in failed.items():
         print(f"{version} {name}: {why[-300:]}", file=sys.stderr)
     return 1 if failed else 0
