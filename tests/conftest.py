@@ -86,7 +86,10 @@ SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER
 
 # Run last: they follow the real T3 plays that the background player is still making
 # (tests/support/t3/plays.py); at the end of the session nothing waits for it.
-LAST = ("tests/connectors/t3code/test_real_server.py",)
+LAST = (
+    "tests/connectors/t3code/test_real_failures.py",
+    "tests/connectors/t3code/test_real_server.py",
+)
 
 
 def pytest_collection_finish(session):

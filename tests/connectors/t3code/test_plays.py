@@ -4,7 +4,9 @@ passes or its retries are spent, and what still failed is reported with why."""
 
 from __future__ import annotations
 
+import fcntl
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,33 @@ def test_a_play_that_keeps_failing_is_reported_after_its_retries(one_version, tm
     assert set(failed) == {("9.9.9", "racy"), ("9.9.9", "calm")}
     assert "timed out" in failed["9.9.9", "racy"]
     assert tries(tmp_path, "racy") == 3  # the first pass and two retries
+
+
+@pytest.fixture
+def stand_in_kits(one_version, monkeypatch, tmp_path):
+    kit = stand_in_kit(tmp_path, failures=0)
+    kit.write_text('#!/bin/sh\n[ "$1" = build ] && exit 0\n' + kit.read_text().split("\n", 1)[1])
+    monkeypatch.setattr(plays, "KITS", {"9.9.9": kit})
+    return kit
+
+
+def test_the_player_started_for_a_session_plays_under_the_lock_it_was_handed(stand_in_kits):
+    # start_player hands the player its lock (the descriptor it inherits); the player
+    # taking it again, on the file opened anew, waited for itself, and every test that
+    # waits for the plays with it.
+    plays.played_root().mkdir(parents=True)
+    with (plays.played_root() / plays.PLAYING).open("a") as handed:
+        fcntl.flock(handed, fcntl.LOCK_EX)
+        done = []
+        player = threading.Thread(
+            target=lambda: done.append(plays.main([plays.HOLDING])), daemon=True
+        )
+        player.start()
+        player.join(timeout=30)
+        assert done == [0], "the player waited for the lock it holds"
+    assert (plays.base_dir("9.9.9", "racy", {"9.9.9": plays.kit_digest(stand_in_kits)})).is_dir()
+
+
+def test_no_second_player_starts_while_one_plays(stand_in_kits):
+    with plays.held(plays.PLAYING):
+        assert plays.start_player() is False

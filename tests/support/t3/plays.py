@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -222,7 +222,7 @@ def start_player() -> bool:
         with log.open("a") as out:
             # The lock goes with the inherited descriptor: it is the player's until it ends.
             subprocess.Popen(
-                [sys.executable, "-m", "tests.support.t3.plays"],
+                [sys.executable, "-m", "tests.support.t3.plays", HOLDING],
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -241,11 +241,15 @@ def build(kit: Path) -> subprocess.CompletedProcess:
         return subprocess.run([str(kit), "build"], capture_output=True, text=True, timeout=900)
 
 
-def main() -> int:
-    """Play both kits' scenarios (quietly: the tests report). Started by start_player,
-    it holds PLAYING already; run by hand, it takes it."""
+HOLDING = "--holding-lock"  # started by start_player: PLAYING is its already
+
+
+def main(args: list[str]) -> int:
+    """Play both kits' scenarios (quietly: the tests report). Started by start_player it
+    holds PLAYING already (taking it again, on a file opened anew, would wait for
+    itself); run by hand, it takes it."""
     kits = {v: kit for v, kit in KITS.items() if kit.is_file()}
-    with held(PLAYING):
+    with nullcontext() if HOLDING in args else held(PLAYING):
         for kit in kits.values():
             build(kit)
         failed = play_all(kits)
@@ -255,4 +259,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
