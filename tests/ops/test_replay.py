@@ -39,19 +39,17 @@ def replay(*paths, check=False) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-@pytest.mark.slow
-def test_the_command_line_checks_every_contract_scenario():
-    command = [
-        sys.executable,
-        "manage.py",
-        "replay",
-        "--check",
-        *map(str, CONTRACT_SCENARIOS),
-        *map(str, OWN_SCENARIOS),
-    ]
+# The command on a few scenarios, the contract's and the project's own: every scenario is
+# held to what it expects on the replay the arrival-order properties share
+# (tests/properties/test_detection_order.py), as `--check` holds it.
+CHECKED = [CONTRACT_SCENARIOS[0], CONTRACT_SCENARIOS[-1], OWN_SCENARIOS[0]]
+
+
+def test_the_command_line_checks_the_scenarios_it_is_given():
+    command = [sys.executable, "manage.py", "replay", "--check", *map(str, CHECKED)]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == len(CONTRACT_SCENARIOS) + len(OWN_SCENARIOS)
+    assert len(result.stdout.splitlines()) == len(CHECKED)
 
 
 pytestmark = pytest.mark.django_db

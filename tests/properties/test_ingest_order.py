@@ -30,7 +30,7 @@ SCENARIOS = {
     path.stem: load_scenario(path)["events"] for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]
 }
 # Shuffled arrivals, with repeats and batches of random sizes, for each scenario.
-ARRIVALS = 12
+ARRIVALS = 6
 
 
 # Times on Supervisor's own clock: when things arrived and were evaluated, not what happened.
