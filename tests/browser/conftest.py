@@ -33,13 +33,11 @@ from tests.support.workers import celery_worker, purge_broker
 
 
 def pytest_collection_modifyitems(config, items):
-    # Every test of this folder drives a real Chromium: `make check` leaves them out. One
-    # worker of a parallel run takes them all: one app, one beat sweeping, one browser.
+    # Every test of this folder drives a real Chromium: `make check` leaves them out.
     here = Path(__file__).parent
     for item in items:
         if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.fixture(scope="package")
