@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from tests.support import parallel
 
@@ -43,6 +44,14 @@ def test_this_worker_has_a_var_folder_of_its_own():
         pytest.skip("a run without pytest-xdist workers keeps the var folder it was given")
     assert Path(settings.VAR_DIR).name == parallel.WORKER
     assert os.environ["SUPERVISOR_VAR_DIR"] == str(settings.VAR_DIR)
-    test_name = settings.DATABASES["default"].get("TEST", {}).get("NAME")
-    if test_name:  # SQLite's test database is a file of the var folder
-        assert Path(test_name).parent == Path(settings.VAR_DIR)
+
+
+@pytest.mark.django_db
+def test_this_worker_has_a_test_database_of_its_own():
+    if not parallel.WORKER:
+        pytest.skip("a run without pytest-xdist workers has one test database")
+    name = connection.settings_dict["NAME"]
+    if connection.vendor == "sqlite":  # a file of the worker's var folder
+        assert Path(name).parent == Path(settings.VAR_DIR)
+    else:  # pytest-django names the worker's test database after it
+        assert name.endswith(f"_{parallel.WORKER}")

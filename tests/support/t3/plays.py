@@ -6,8 +6,7 @@ the background as it begins (tests/conftest.py), so the plays (mostly waiting on
 scripted provider's delays) overlap other tests; the tests that read them wait for that
 player, then play whatever is still missing themselves. The service run follows the
 databases the first run's plays wrote (the rows are T3's; only Supervisor's store
-differs). Standard library only: it runs
-before Django is set up, and without it."""
+differs). Standard library only: it runs before Django is set up, and without it."""
 
 from __future__ import annotations
 
