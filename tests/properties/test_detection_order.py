@@ -10,15 +10,12 @@ from supervisor.core.detection.scenario import Scenario, ThrowAwayStore, differe
 from supervisor.core.models import Flag
 from tests.support.scenarios import CONTRACT_SCENARIOS, OWN_SCENARIOS
 
-PATHS = {path.stem: str(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
-SCENARIOS = {name: Scenario.load(path) for name, path in PATHS.items()}
-BY_PATH = {PATHS[name]: scenario for name, scenario in SCENARIOS.items()}
-PATH_OF = {id(scenario): path for path, scenario in BY_PATH.items()}
+SCENARIOS = {path.stem: Scenario.load(path) for path in [*CONTRACT_SCENARIOS, *OWN_SCENARIOS]}
 # How many random arrivals (shuffled, with repeats) each scenario is judged in. The stored
 # state's independence of arrival order is held over every scenario, in many more
 # orders, by the cheaper ingest property (tests/properties/test_ingest_order.py): what is
 # judged here is detection on the way there, whose flags open and resolve as events
-# arrive. Eight arrivals, each judged whole and as the service would, did that part.
+# arrive, which eight arrivals of each scenario judge.
 PERMUTATIONS = 8
 SERVICE = 4  # of them judged as the service judges too (a replay there costs half as much again)
 
@@ -43,35 +40,22 @@ def by_scenario() -> list:
     return [pytest.param(name, marks=pytest.mark.xdist_group(name)) for name in sorted(SCENARIOS)]
 
 
-def job_of(scenario: Scenario, events: list, *, as_service: bool) -> tuple:
-    """(scenario path, the arrival as positions in the file, as_service)."""
-    position = {id(event): i for i, event in enumerate(scenario.events)}
-    return (PATH_OF[id(scenario)], tuple(position[id(e)] for e in events), as_service)
-
-
-def judge_job(store, job: tuple) -> tuple:
-    if job not in store.judged:
-        path, positions, as_service = job
-        scenario = BY_PATH[path]
-        store.reset()
-        result = replay(
-            replace(scenario, events=[scenario.events[i] for i in positions]),
-            as_service=as_service,
-        )
-        flags = {
-            (f.subject_type, f.subject_id, f.kind): f.evidence
-            for f in Flag.objects.filter(state=Flag.OPEN, subject_type__in=("task", "thread"))
-        }
-        store.judged[job] = (result, flags)
-    return store.judged[job]
-
-
 def judge(store, scenario: Scenario, events: list, *, as_service: bool = False) -> tuple:
     """Replay one arrival: (the result object, the open flags' evidence by (subject type,
     subject id, kind)). A replay is deterministic, so an arrival the tests judge more than
     once (the file order, the reversed one, the random ones the service is held to) is
-    replayed once per mode and module."""
-    return judge_job(store, job_of(scenario, events, as_service=as_service))
+    replayed once per mode and module, kept by the events' positions in the file."""
+    position = {id(event): i for i, event in enumerate(scenario.events)}
+    key = (scenario.name, tuple(position[id(e)] for e in events), as_service)
+    if key not in store.judged:
+        store.reset()
+        result = replay(replace(scenario, events=events), as_service=as_service)
+        flags = {
+            (f.subject_type, f.subject_id, f.kind): f.evidence
+            for f in Flag.objects.filter(state=Flag.OPEN, subject_type__in=("task", "thread"))
+        }
+        store.judged[key] = (result, flags)
+    return store.judged[key]
 
 
 def open_flags(store, scenario: Scenario, events: list) -> dict:
