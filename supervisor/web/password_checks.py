@@ -86,6 +86,8 @@ _lock = threading.Lock()
 _checks: dict[int, _Checks] = {}
 _last_warning = 0.0
 _clock = time.monotonic  # the budget's clock (a test sets its own)
+_cpu_clock = time.thread_time  # a check's cost: its hashing thread's CPU (likewise)
+_spent = threading.local()  # on a log-in's thread: the CPU its checks took
 
 
 def _current() -> _Checks:
@@ -108,17 +110,20 @@ def slot():
         return
     with _lock:
         checks.under_way += 1
-    started = _clock()
+    _spent.seconds = 0.0
     try:
         yield True
     finally:
         # Idle priority alone is not enough: on a virtual machine a core's sibling
         # slows ingest whatever the hash's priority (forty log-ins made its p50 1.3
-        # times its figure alone). So the checks keep to a share of a core over time.
+        # times its figure alone). So the checks keep to a share of a core over time,
+        # counted in the CPU they took: at idle priority on a busy machine a check may
+        # wait seconds for a core, which costs no one anything (counted as it was, a
+        # busy machine refused log-ins it had room for).
         ended = _clock()
         with _lock:
             checks.under_way -= 1
-            checks.budget, checks.counted_at = checks.earned(ended) - (ended - started), ended
+            checks.budget, checks.counted_at = checks.earned(ended) - _spent.seconds, ended
         checks.slots.release()
 
 
@@ -151,9 +156,17 @@ def _warn(count: int) -> None:
         )
 
 
+def _timed(function, *args):
+    started = _cpu_clock()
+    return function(*args), _cpu_clock() - started
+
+
 def _hash(function, *args):
-    """`function(*args)` on a hashing thread, the caller waiting (holding nothing)."""
-    return _current().threads.submit(function, *args).result()
+    """`function(*args)` on a hashing thread, the caller waiting (holding nothing); its
+    CPU counted against the caller's slot."""
+    result, seconds = _current().threads.submit(_timed, function, *args).result()
+    _spent.seconds = getattr(_spent, "seconds", 0.0) + seconds
+    return result
 
 
 class PasswordBackend(ModelBackend):

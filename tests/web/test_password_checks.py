@@ -231,12 +231,14 @@ def test_password_checks_keep_to_their_share_of_a_core(monkeypatch, settings):
     over time (past it, a log-in is refused as when every check is under way)."""
     now = [1000.0]
     monkeypatch.setattr(password_checks, "_clock", lambda: now[0])
+    monkeypatch.setattr(password_checks, "_cpu_clock", lambda: now[0])  # all of it CPU
     settings.SUPERVISOR_PASSWORD_CHECK_SHARE = 0.25
     settings.SUPERVISOR_PASSWORD_CHECKS = 7  # a process's checks of their own, budget full
 
     def check(seconds: float) -> bool:
         with password_checks.slot() as free:
-            now[0] += seconds if free else 0
+            if free:
+                password_checks._hash(now.__setitem__, 0, now[0] + seconds)
         return free
 
     passed = 0
@@ -263,3 +265,24 @@ def test_password_checks_keep_to_their_share_of_a_core(monkeypatch, settings):
             now[0] += 0.1
     assert checked <= 60 * 0.25 + password_checks.BURST
     assert checked >= 60 * 0.25 - 0.6
+
+
+def test_a_check_is_charged_its_cpu_not_its_wait_for_a_core(monkeypatch, settings):
+    """At idle priority on a busy machine a check may wait seconds for a core; the wait
+    costs no one anything, so it is not held against the log-ins after it (it was: a
+    busy test run refused a fifth quick log-in with 503)."""
+    now, cpu = [1000.0], [0.0]
+    monkeypatch.setattr(password_checks, "_clock", lambda: now[0])
+    monkeypatch.setattr(password_checks, "_cpu_clock", lambda: cpu[0])
+    settings.SUPERVISOR_PASSWORD_CHECK_SHARE = 0.25
+    settings.SUPERVISOR_PASSWORD_CHECKS = 8  # a process's checks of their own, budget full
+
+    def waited_then_hashed():
+        now[0] += 3.0  # three seconds before a core was free
+        cpu[0] += 0.01  # a quick hash
+
+    for _ in range(5):
+        with password_checks.slot() as free:
+            assert free
+            password_checks._hash(waited_then_hashed)
+    assert not password_checks.all_taken()
