@@ -17,11 +17,11 @@ class NotifyConfig(AppConfig):
         from supervisor.core.queries import metrics
         from supervisor.core.triage import silences
 
-        from .grouping import flag_opened, silence_lifted
+        from .grouping import flags_opened, silence_lifted
         from .metrics import notifications_family
         from .models import FlagAlert, Notification
 
-        flags.on_flag_opened(flag_opened)
+        flags.on_flags_opened(flags_opened)
         silences.on_silence_lifted(silence_lifted)
         retention.register(
             retention.Kind(

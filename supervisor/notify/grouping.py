@@ -24,18 +24,21 @@ from .routing import quiet_until, routes_for
 JOB = "notify_sweep"  # the failures of alert sweeps are recorded under it
 
 
-def flag_opened(flag: Flag, now: datetime) -> int:
-    """Called inside do_open_flag's transaction: how many routes now owe an alert."""
-    alerts = []
-    for route in routes_for(flag):
-        window = (
-            FlagAlert.objects.filter(route=route, state=FlagAlert.WAITING, due_at__gt=now)
-            .order_by("due_at")
-            .values_list("due_at", flat=True)
-            .first()
-        )
-        due = window or now + timedelta(seconds=route.group_window)
-        alerts.append(FlagAlert(flag=flag, route=route, due_at=due))
+def flags_opened(flags: list[Flag], now: datetime) -> int:
+    """Called inside the openings' transaction: how many alerts now wait. Each route's
+    alerts join its open window, or start one."""
+    alerts, windows = [], {}
+    for flag, routes in routes_for(flags):
+        for route in routes:
+            if route.pk not in windows:
+                window = (
+                    FlagAlert.objects.filter(route=route, state=FlagAlert.WAITING, due_at__gt=now)
+                    .order_by("due_at")
+                    .values_list("due_at", flat=True)
+                    .first()
+                )
+                windows[route.pk] = window or now + timedelta(seconds=route.group_window)
+            alerts.append(FlagAlert(flag=flag, route=route, due_at=windows[route.pk]))
     FlagAlert.objects.bulk_create(alerts)
     return len(alerts)
 

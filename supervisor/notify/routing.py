@@ -12,24 +12,36 @@ from supervisor.core.models import Flag, Source, Task
 from .models import Route
 
 
-def routes_for(flag: Flag) -> list[Route]:
-    routes = [
-        r
-        for r in Route.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
-        if (not r.kinds or flag.kind in r.kinds) and at_least(flag.kind, r.min_severity)
-    ]
-    if any(r.environments for r in routes):
-        env = None
-        if flag.task_id:
-            env = Task.objects.filter(pk=flag.task_id).values_list("env", flat=True).first()
-        routes = [r for r in routes if not r.environments or env in r.environments]
-    if any(r.sources for r in routes):
+def routes_for(flags: list[Flag]) -> list[tuple[Flag, list[Route]]]:
+    """Each flag with the routes it goes to; the routes, environments and sources read
+    once for all of them."""
+    if not flags:
+        return []
+    enabled = Route.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
+    enabled = list(enabled)
+    envs, names = {}, {}
+    if any(r.environments for r in enabled):
+        tasks = Task.objects.filter(pk__in={f.task_id for f in flags if f.task_id})
+        envs = dict(tasks.values_list("pk", "env"))
+    if any(r.sources for r in enabled):
         # A flag belongs to a namespace; the sources are those that report into it.
-        names = set(
-            Source.objects.filter(namespace_id=flag.namespace_id).values_list("name", flat=True)
+        sources = Source.objects.filter(namespace_id__in={f.namespace_id for f in flags})
+        for namespace_id, name in sources.values_list("namespace_id", "name"):
+            names.setdefault(namespace_id, set()).add(name)
+    return [
+        (
+            flag,
+            [
+                r
+                for r in enabled
+                if (not r.kinds or flag.kind in r.kinds)
+                and at_least(flag.kind, r.min_severity)
+                and (not r.environments or envs.get(flag.task_id) in r.environments)
+                and (not r.sources or names.get(flag.namespace_id, set()) & set(r.sources))
+            ],
         )
-        routes = [r for r in routes if not r.sources or names & set(r.sources)]
-    return routes
+        for flag in flags
+    ]
 
 
 def quiet_until(route: Route, now: datetime) -> datetime | None:

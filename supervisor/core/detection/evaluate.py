@@ -23,7 +23,7 @@ from django.db.models import Q
 from supervisor.core.actions.outcomes import resolved_because
 from supervisor.core.facts.loader import load_for_subjects, load_namespace
 from supervisor.core.facts.snapshot import DetectionSettings
-from supervisor.core.flags.writers import do_open_flag, do_resolve_flag, do_update_evidence
+from supervisor.core.flags.writers import do_open_flags, do_resolve_flags, do_update_evidence
 from supervisor.core.models import OUT_OF_DATE, Flag, Run, Source, Task, Thread, Wake
 from supervisor.core.rules import RULES, judge
 from supervisor.core.store.batch_write import update_rows
@@ -249,16 +249,19 @@ def reconcile(
         flags = flags.filter(kind__in=kinds)
     open_flags = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(state="open")}
     suppressed = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(suppressed=True)}
+    resolutions = []
     for key, flag in open_flags.items():
         if key not in wanted:
-            do_resolve_flag(flag, now, reason=because(key) if because else None)
+            resolutions.append((flag, because(key) if because else None))
         elif flag.evidence != wanted[key].evidence:
             do_update_evidence(flag, wanted[key].evidence)
-    for key, finding in wanted.items():
-        if key in open_flags or key in suppressed:
-            # Suppressed: an operator resolved it while the condition held; it still holds.
-            continue
-        do_open_flag(namespace_id, finding, now)
+    do_resolve_flags(resolutions, now)
+    # Suppressed: an operator resolved it while the condition held; it still holds.
+    do_open_flags(
+        namespace_id,
+        [f for key, f in wanted.items() if key not in open_flags and key not in suppressed],
+        now,
+    )
     # A condition that stopped holding may open a new flag when it holds again.
     lifted = [flag.pk for key, flag in suppressed.items() if key not in wanted]
     if lifted:

@@ -3,6 +3,7 @@ function that also appends to the change log in the same transaction."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
 
@@ -14,47 +15,74 @@ from supervisor.core.changes import ChangeKind
 from supervisor.core.facts.snapshot import Finding
 from supervisor.core.models import Flag, Task
 
-# Called with each flag opened, inside the opening's transaction: notify registers its
-# alerts here (NotifyConfig.ready), so an opening is never without its alerts.
-_opened_hooks: list[Callable[[Flag, datetime], object]] = []
+# Called with the flags opened together, inside their opening's transaction: notify
+# registers its alerts here (NotifyConfig.ready), so an opening is never without its alerts.
+_opened_hooks: list[Callable[[list[Flag], datetime], object]] = []
 
 
-def on_flag_opened(hook: Callable[[Flag, datetime], object]) -> None:
+def on_flags_opened(hook: Callable[[list[Flag], datetime], object]) -> None:
     if hook not in _opened_hooks:
         _opened_hooks.append(hook)
 
 
-def _subject(flag: Flag) -> changes.Subject:
-    facts = {"flag": flag.pk, "kind": flag.kind, "state": flag.state}
+def _subject(flag: Flag, **details) -> changes.Subject:
+    facts = {"flag": flag.pk, "kind": flag.kind, "state": flag.state, **details}
     return changes.Subject(flag.subject_type, flag.subject_id, flag.namespace_id, facts)
+
+
+def _opened(flags: list[Flag], now: datetime) -> None:
+    changes.record_all([(ChangeKind.FLAG_OPENED, _subject(flag)) for flag in flags])
+    for hook in _opened_hooks:
+        hook(flags, now)
+
+
+def _task_pks(namespace_id: int, findings: list[Finding]) -> dict[str, int]:
+    ids = {f.subject_id for f in findings if f.subject_type == "task"}
+    if not ids:
+        return {}
+    tasks = Task.objects.filter(namespace_id=namespace_id, task_id__in=ids)
+    return dict(tasks.values_list("task_id", "pk"))
+
+
+def _new_flag(namespace_id: int, finding: Finding, task_pks: dict, now: datetime) -> Flag:
+    return Flag(
+        namespace_id=namespace_id,
+        subject_type=finding.subject_type,
+        subject_id=finding.subject_id,
+        task_id=task_pks.get(finding.subject_id) if finding.subject_type == "task" else None,
+        kind=finding.kind,
+        state=Flag.OPEN,
+        opened_at=now,
+        evidence=finding.evidence,
+    )
+
+
+def do_open_flags(namespace_id: int, findings: list[Finding], now: datetime) -> list[Flag]:
+    """Open each finding as a new flag record, in a few statements whatever their number
+    (an evaluation opens hundreds under a burst, and one at a time they were half its
+    cost); the flags opened. One already open (another worker won the race: the partial
+    unique constraint decides) makes each be opened on its own, that one skipped."""
+    if not findings:
+        return []
+    task_pks = _task_pks(namespace_id, findings)
+    flags = [_new_flag(namespace_id, finding, task_pks, now) for finding in findings]
+    try:
+        with transaction.atomic():
+            Flag.objects.bulk_create(flags)
+            _opened(flags, now)
+    except IntegrityError:
+        return [flag for f in findings if (flag := do_open_flag(namespace_id, f, now))]
+    return flags
 
 
 def do_open_flag(namespace_id: int, finding: Finding, now: datetime) -> Flag | None:
     """Open `finding` as a new flag record; None when one is open already (another
     worker won the race: the partial unique constraint decides, not hope)."""
-    task_pk = None
-    if finding.subject_type == "task":
-        task_pk = (
-            Task.objects.filter(namespace_id=namespace_id, task_id=finding.subject_id)
-            .values_list("pk", flat=True)
-            .first()
-        )
+    flag = _new_flag(namespace_id, finding, _task_pks(namespace_id, [finding]), now)
     try:
         with transaction.atomic():
-            flag = Flag.objects.create(
-                namespace_id=namespace_id,
-                subject_type=finding.subject_type,
-                subject_id=finding.subject_id,
-                task_id=task_pk,
-                kind=finding.kind,
-                state=Flag.OPEN,
-                opened_at=now,
-                evidence=finding.evidence,
-            )
-            changes.record(ChangeKind.FLAG_OPENED, _subject(flag))
-            # In the opening's own transaction: an opening is never without its alerts.
-            for hook in _opened_hooks:
-                hook(flag, now)
+            flag.save(force_insert=True)
+            _opened([flag], now)  # in the opening's own transaction: never without alerts
     except IntegrityError:
         return None
     return flag
@@ -66,18 +94,38 @@ def do_resolve_flag(
     """Resolve an open flag (compare-and-swap on its state); False if it was not open.
     `reason` says what resolved it, in an operator's words; `suppress` keeps the rules
     from opening it again while its condition still holds (an action answered it)."""
+    return bool(do_resolve_flags([(flag, reason)], now, suppress=suppress))
+
+
+def do_resolve_flags(
+    resolutions: list[tuple[Flag, str | None]], now: datetime, *, suppress: bool = False
+) -> list[Flag]:
+    """Resolve open flags, each with its reason (None: none given), in a few statements;
+    the flags resolved here (compare-and-swap on their state: one resolved meanwhile
+    is left as it is)."""
+    if not resolutions:
+        return []
     with transaction.atomic():
-        updated = Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(
-            state=Flag.RESOLVED, resolved_at=now, resolve_reason=reason, suppressed=suppress
-        )
-        if updated:
-            flag.refresh_from_db()
-            changes.record(
-                ChangeKind.FLAG_RESOLVED,
-                _subject(flag),
-                **({"reason": reason} if reason else {}),
+        pks = [flag.pk for flag, _ in resolutions]
+        still_open = Flag.objects.select_for_update().filter(pk__in=pks, state=Flag.OPEN)
+        still_open = set(still_open.values_list("pk", flat=True))
+        by_reason: dict[str | None, list[Flag]] = defaultdict(list)
+        for flag, reason in resolutions:
+            if flag.pk in still_open:
+                by_reason[reason].append(flag)
+        resolved, recorded = [], []
+        for reason, flags in by_reason.items():
+            Flag.objects.filter(pk__in=[flag.pk for flag in flags]).update(
+                state=Flag.RESOLVED, resolved_at=now, resolve_reason=reason, suppressed=suppress
             )
-    return bool(updated)
+            for flag in flags:
+                flag.state, flag.resolved_at = Flag.RESOLVED, now
+                flag.resolve_reason, flag.suppressed = reason, suppress
+                details = {"reason": reason} if reason else {}
+                recorded.append((ChangeKind.FLAG_RESOLVED, _subject(flag, **details)))
+                resolved.append(flag)
+        changes.record_all(recorded)
+    return resolved
 
 
 def do_update_evidence(flag: Flag, evidence: dict) -> None:
