@@ -23,7 +23,11 @@ from django.db.models import Q
 from supervisor.core.actions.outcomes import resolved_because
 from supervisor.core.facts.loader import load_for_subjects, load_namespace
 from supervisor.core.facts.snapshot import DetectionSettings
-from supervisor.core.flags.writers import do_open_flags, do_resolve_flags, do_update_evidence
+from supervisor.core.flags.writers import (
+    do_open_flags,
+    do_resolve_flags,
+    do_update_evidences,
+)
 from supervisor.core.models import OUT_OF_DATE, Flag, Run, Source, Task, Thread, Wake
 from supervisor.core.rules import RULES, judge
 from supervisor.core.store.batch_write import update_rows
@@ -249,13 +253,14 @@ def reconcile(
         flags = flags.filter(kind__in=kinds)
     open_flags = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(state="open")}
     suppressed = {(f.subject_type, f.subject_id, f.kind): f for f in flags.filter(suppressed=True)}
-    resolutions = []
+    resolutions, updates = [], []
     for key, flag in open_flags.items():
         if key not in wanted:
             resolutions.append((flag, because(key) if because else None))
         elif flag.evidence != wanted[key].evidence:
-            do_update_evidence(flag, wanted[key].evidence)
+            updates.append((flag, wanted[key].evidence))
     do_resolve_flags(resolutions, now)
+    do_update_evidences(updates)
     # Suppressed: an operator resolved it while the condition held; it still holds.
     do_open_flags(
         namespace_id,

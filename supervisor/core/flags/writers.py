@@ -14,6 +14,7 @@ from supervisor.core import changes
 from supervisor.core.changes import ChangeKind
 from supervisor.core.facts.snapshot import Finding
 from supervisor.core.models import Flag, Task
+from supervisor.core.store.batch_write import update_rows
 
 # Called with the flags opened together, inside their opening's transaction: notify
 # registers its alerts here (NotifyConfig.ready), so an opening is never without its alerts.
@@ -129,10 +130,23 @@ def do_resolve_flags(
 
 
 def do_update_evidence(flag: Flag, evidence: dict) -> None:
+    do_update_evidences([(flag, evidence)])
+
+
+def do_update_evidences(updates: list[tuple[Flag, dict]]) -> None:
+    """Give open flags their new evidence, in a few statements (under a burst an
+    evaluation updates thousands); a flag resolved meanwhile is left as it is."""
+    if not updates:
+        return
     with transaction.atomic():
-        if Flag.objects.filter(pk=flag.pk, state=Flag.OPEN).update(evidence=evidence):
+        pks = [flag.pk for flag, _ in updates]
+        still_open = Flag.objects.select_for_update().filter(pk__in=pks, state=Flag.OPEN)
+        still_open = set(still_open.values_list("pk", flat=True))
+        updates = [(flag, evidence) for flag, evidence in updates if flag.pk in still_open]
+        update_rows(Flag, ((flag.pk, {"evidence": evidence}) for flag, evidence in updates))
+        for flag, evidence in updates:
             flag.evidence = evidence
-            changes.record(ChangeKind.FLAG_UPDATED, _subject(flag))
+        changes.record_all([(ChangeKind.FLAG_UPDATED, _subject(flag)) for flag, _ in updates])
 
 
 def awaiting_attention(now: datetime) -> Q:

@@ -7,7 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from supervisor.core.facts.snapshot import Finding
-from supervisor.core.flags.writers import do_open_flag, do_open_flags, do_resolve_flags
+from supervisor.core.flags.writers import (
+    do_open_flag,
+    do_open_flags,
+    do_resolve_flags,
+    do_update_evidences,
+)
 from supervisor.core.models import Change, Flag
 from supervisor.notify.models import FlagAlert, Route
 from tests.support.alerts import T0
@@ -76,3 +81,17 @@ def test_flags_resolved_together_each_once_with_their_reasons(tasks):
     assert [(c.payload["flag"], c.payload.get("reason")) for c in changes] == [
         (f.pk, f"reason {n}" if n % 2 else None) for n, f in enumerate(opened[1:], start=1)
     ]
+
+
+def test_new_evidence_given_together_each_once_and_not_to_a_resolved_flag(tasks):
+    opened = do_open_flags(tasks.namespace_id, _findings(4), T0)
+    Flag.objects.filter(pk=opened[0].pk).update(state="resolved")  # resolved meanwhile
+    evidence = {"events": ["e1"], "text": "it went on", "nested": {"n": [1, 2]}}
+    with CaptureQueriesContext(connection) as few:
+        do_update_evidences([(flag, {**evidence, "n": n}) for n, flag in enumerate(opened)])
+    assert len(few) < 8
+    assert Flag.objects.get(pk=opened[0].pk).evidence == {"n": 0}
+    for n, flag in enumerate(opened[1:], start=1):
+        assert Flag.objects.get(pk=flag.pk).evidence == {**evidence, "n": n}
+    changes = Change.objects.filter(kind="flag.updated")
+    assert sorted(c.payload["flag"] for c in changes) == sorted(f.pk for f in opened[1:])
