@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from supervisor.core.actions.outcomes import resolved_because
-from supervisor.core.facts.loader import load_for_subjects, load_namespace
+from supervisor.core.facts.loader import load_for_subjects, load_namespace, same_work_tasks
 from supervisor.core.facts.snapshot import DetectionSettings
 from supervisor.core.flags.writers import (
     do_open_flags,
@@ -96,18 +96,13 @@ def affected_subjects(
         | Q(child_thread__thread_id__in=threads | orphan_threads)
         | Q(parent_thread__thread_id__in=threads),
     ).values_list("task_id", "parent_thread_id", "title_key")
-    tasks, families = set(), defaultdict(set)
+    tasks, pairs = set(), set()
     for task_id, parent, title in near:
         tasks.add(task_id)
         if parent:
-            families[parent].add(title)
-    for parent, titles in families.items():
-        # By task_parent_title_hash; the keys themselves decide.
-        hashes = {Task.hash_title(title) for title in titles}
-        same_work = Task.objects.filter(
-            ns, parent_thread_id=parent, title_hash__in=hashes, title_key__in=titles
-        )
-        tasks |= set(same_work.values_list("task_id", flat=True))
+            pairs.add((parent, title))
+    # One probe of task_parent_title_hash per (parent, title), all in one statement.
+    tasks |= {task_id for _, _, task_id in same_work_tasks(namespace_id, pairs)}
     return tasks, threads | targets
 
 

@@ -251,7 +251,7 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # nothing (never_delivered).
     same_work, run_threads = set(), set(children) | parents
     pairs = {(parent, title) for _, parent, title, _ in subjects if parent}
-    for pk, child in same_work_tasks(namespace_id, pairs):
+    for pk, child, _ in same_work_tasks(namespace_id, pairs):
         same_work.add(pk)
         if child is not None:
             run_threads.add(child)
@@ -320,8 +320,8 @@ def first_run_tasks(namespace_id: int, thread_keys: set[int]) -> set[str]:
 PAIRS_PER_QUERY = 200  # elsewhere than PostgreSQL: two parameters each, an OR of pairs
 
 
-def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tuple[int, int]]:
-    """(pk, child thread pk) of the tasks under each (parent thread pk, title key): one
+def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """(pk, child thread pk, task id) of the tasks under each (parent thread pk, title key): one
     probe of task_parent_title_hash per pair, the key itself compared on the rows found.
     Both columns as `= ANY` lists would match every parent with every title; PostgreSQL
     (before 17) then reads the parents' whole families rather than probe the index for
@@ -334,7 +334,7 @@ def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tupl
         with connection.cursor() as cursor:
             cursor.execute(
                 f"""
-                SELECT t.id, t.child_thread_id
+                SELECT t.id, t.child_thread_id, t.task_id
                 FROM {connection.ops.quote_name(Task._meta.db_table)} t
                 JOIN unnest(%s::bigint[], %s::text[], %s::text[]) AS k(parent, hash, title)
                   ON t.parent_thread_id = k.parent AND t.title_hash = k.hash
@@ -350,7 +350,7 @@ def same_work_tasks(namespace_id: int, pairs: set[tuple[int, str]]) -> list[tupl
         for parent, title in pairs[start : start + PAIRS_PER_QUERY]:
             where |= Q(parent_thread_id=parent, title_hash=Task.hash_title(title), title_key=title)
         found += Task.objects.filter(where, namespace_id=namespace_id).values_list(
-            "pk", "child_thread_id"
+            "pk", "child_thread_id", "task_id"
         )
     return found
 
