@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from supervisor.core.actions.outcomes import resolved_because
+from supervisor.core.detection.settled import settled_tasks
 from supervisor.core.facts.loader import load_for_subjects, load_namespace, same_work_tasks
 from supervisor.core.facts.snapshot import DetectionSettings
 from supervisor.core.flags.writers import (
@@ -94,7 +95,7 @@ def affected_subjects(
         ns,
         Q(task_id__in=task_ids | on_first_runs | followed)
         | Q(child_thread__thread_id__in=threads | orphan_threads)
-        | Q(parent_thread__thread_id__in=threads),
+        | Q(parent_thread__thread_id__in=threads, settled=False),  # settled.py
     ).values_list("task_id", "parent_thread_id", "title_key")
     tasks, pairs = set(), set()
     for task_id, parent, title in near:
@@ -187,6 +188,8 @@ def evaluate(
         by_type = (("task", task_ids), ("thread", thread_ids))
         due = {(kind, subject): now for kind, ids in by_type for subject in ids}
 
+    settled = settled_tasks(snap, task_ids, findings, due, bool(judgement.failed))
+
     def write() -> set[tuple[str, str]]:
         judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
         with transaction.atomic():
@@ -213,7 +216,7 @@ def evaluate(
             )
             # Threads, then tasks, each in order of id: the order every writer locks them in.
             _record_evaluation(Thread, "thread_id", namespace_id, threads, due, "thread", now)
-            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now)
+            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now, settled)
         return subjects
 
     subjects = retrying(write)
@@ -276,14 +279,15 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
     )
 
 
-def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now) -> None:
+def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now, settled=None):
     # Each subject has its own next check: one statement per chunk, not one per time.
     lock_in_order(model, key, namespace_id, ids)
     rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
-    update_rows(
-        model,
-        (
-            (pk, {"evaluated_at": now, "next_check_at": due.get((subject_type, subject_id))})
-            for pk, subject_id in rows.values_list("pk", key)
-        ),
-    )
+
+    def record(subject_id) -> dict:
+        written = {"evaluated_at": now, "next_check_at": due.get((subject_type, subject_id))}
+        if settled is not None:
+            written["settled"] = subject_id in settled
+        return written
+
+    update_rows(model, ((pk, record(subject_id)) for pk, subject_id in rows.values_list("pk", key)))

@@ -168,6 +168,9 @@ class Task(models.Model):
     last_event_at = models.DateTimeField(null=True)
     evaluated_at = models.DateTimeField(null=True)
     next_check_at = models.DateTimeField(null=True)
+    # Settled when last judged (detection/settled.py): nothing its parent thread does can
+    # change its flags, so an event there does not have it judged again.
+    settled = models.BooleanField(default=False, db_default=False)
     # Who looks after the task's problem (Sentry's assignee); "owned" is taken by runs.
     # Kept when the problem is resolved: it says who handled it last.
     assignee = models.ForeignKey(
