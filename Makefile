@@ -58,6 +58,8 @@ bench: bootstrap
 	$(PY) bench/at_size.py --scales 0.1,0.3,1.0 --runs 3
 	$(PY) bench/scale_out.py --runs 3
 	$(PY) bench/t3_follow.py --runs 3 --backend both --lag-samples 8
+	$(PY) bench/detect_cpu.py --runs 3 --write
+	$(PY) bench/detect_cpu.py --data history --runs 3 --write
 
 # Known vulnerabilities in the locked dependencies (OSV, else PyPI's JSON API).
 audit:

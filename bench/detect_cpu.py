@@ -10,6 +10,10 @@ and of detection, and the CPU of the PostgreSQL backend serving each (from /proc
 the fleet's end every subject's open flags are compared with the fleet's expectations.
 
     python bench/detect_cpu.py --tasks 2000 --runs 3 --baseline HEAD~5 --write
+    python bench/detect_cpu.py --data history --tasks 2000 --runs 3 --write
+
+`--data history` takes bench/history.py's history (seed 000's shapes, whose flags open
+and resolve often on the way) instead of the fleet; its block is written apart.
 
 Each run is a process of its own in the code under test (the working tree, or a clean
 `git archive` of `--baseline`); codes alternate run by run.
@@ -28,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import launch  # noqa: E402  (re-executes under .venv first)
 
-BEGIN, END = "<!-- detect_cpu:begin -->", "<!-- detect_cpu:end -->"
+MARKERS = "<!-- detect_cpu{}:begin -->", "<!-- detect_cpu{}:end -->"
 HEADING = "## CPU per event through ingest and detection (bench/detect_cpu.py)"
 FIGURES = ("ingest_py", "ingest_pg", "detect_py", "detect_pg", "total")
 
@@ -59,8 +63,13 @@ def child(args) -> dict:
     from supervisor.demo.fleet import Fleet
 
     call_command("migrate", verbosity=0, interactive=False)
-    fleet = Fleet(args.seed, tasks=args.tasks, parents=max(3, args.tasks // 20), rate=20)
-    scenario = fleet.as_scenario()
+    if args.data == "history":
+        from history import generate
+
+        scenario = generate(args.tasks, seed=args.seed, tasks_per_parent=20).scenario()
+    else:
+        fleet = Fleet(args.seed, tasks=args.tasks, parents=max(3, args.tasks // 20), rate=20)
+        scenario = fleet.as_scenario()
     events, until = scenario["events"], parse_timestamp(scenario["until"])
     source, _ = do_create_source("bench", None, "ingest,read")
     ns = source.namespace_id
@@ -141,6 +150,8 @@ def run_once(tree: Path, args, n: int) -> dict:
                 str(args.seed),
                 "--batch",
                 str(args.batch),
+                "--data",
+                args.data,
             ],
             capture_output=True,
             text=True,
@@ -170,12 +181,14 @@ def report(codes: dict[str, str], runs: dict[str, list[dict]], args, machine: st
         "Code:",
         *(f"- {name}: {codes[name]}" for name in names),
         "",
-        f"Reproduce: `python bench/detect_cpu.py --tasks {args.tasks} --runs {args.runs}"
+        f"Reproduce: `python bench/detect_cpu.py --data {args.data} --tasks {args.tasks} "
+        f"--runs {args.runs}"
         + (f" --baseline {args.baseline}" if args.baseline else "")
         + "` (PostgreSQL; in-process; batches of "
         f"{args.batch}, one evaluation after each).",
         "",
-        f"Fleet: seed {args.seed}, {args.tasks:,} tasks, {first['events']:,} events, "
+        f"{'Fleet' if args.data == 'fleet' else 'bench/history.py'}: seed {args.seed}, "
+        f"{args.tasks:,} tasks, {first['events']:,} events, "
         f"{first['subjects']:,} subjects, {first['flags']:,} flags expected open at its end.",
         "",
         "| ms of CPU per event (median of the runs) | "
@@ -217,6 +230,12 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--data",
+        choices=("fleet", "history"),
+        default="fleet",
+        help="the demo fleet (every shape), or bench/history.py's seed-000-like history",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline", help="a commit to measure beside the working tree")
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/postgres")
@@ -245,7 +264,8 @@ def main(argv=None) -> int:
     text = report(codes, runs, args, machine)
     print(text)
     if args.write:
-        launch.write_block(BEGIN, END, text, HEADING)
+        tag = "" if args.data == "fleet" else "_history"
+        launch.write_block(MARKERS[0].format(tag), MARKERS[1].format(tag), text, HEADING)
     return 0
 
 
