@@ -49,7 +49,7 @@ screenshots: bootstrap
 	SUPERVISOR_VAR_DIR=$(CURDIR)/var/test SUPERVISOR_UPDATE_SCREENSHOTS=1 $(PY) -m pytest \
 		tests/browser/screenshots.py tests/browser/test_first_run.py
 
-# Issues 10, 21 and 32's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
+# Issues 10, 21, 32 and 42's figures into docs/benchmarks.md (PostgreSQL and Redis on 127.0.0.1; about
 # an hour and a half on two cores). `--baseline REV` adds a before/after column.
 # Never part of `make test`.
 bench: bootstrap
