@@ -98,6 +98,14 @@ def do_resolve_flag(
     return bool(do_resolve_flags([(flag, reason)], now, suppress=suppress))
 
 
+def _lock_open(pks: list[int]) -> set[int]:
+    """Of these flags, those still open, locked until the transaction ends, in order of
+    id (two evaluations never wait for each other in a circle; an operator's action
+    locks one flag at a time)."""
+    rows = Flag.objects.select_for_update().filter(pk__in=pks, state=Flag.OPEN).order_by("pk")
+    return set(rows.values_list("pk", flat=True))
+
+
 def do_resolve_flags(
     resolutions: list[tuple[Flag, str | None]], now: datetime, *, suppress: bool = False
 ) -> list[Flag]:
@@ -108,8 +116,7 @@ def do_resolve_flags(
         return []
     with transaction.atomic():
         pks = [flag.pk for flag, _ in resolutions]
-        still_open = Flag.objects.select_for_update().filter(pk__in=pks, state=Flag.OPEN)
-        still_open = set(still_open.values_list("pk", flat=True))
+        still_open = _lock_open(pks)
         by_reason: dict[str | None, list[Flag]] = defaultdict(list)
         for flag, reason in resolutions:
             if flag.pk in still_open:
@@ -140,8 +147,7 @@ def do_update_evidences(updates: list[tuple[Flag, dict]]) -> None:
         return
     with transaction.atomic():
         pks = [flag.pk for flag, _ in updates]
-        still_open = Flag.objects.select_for_update().filter(pk__in=pks, state=Flag.OPEN)
-        still_open = set(still_open.values_list("pk", flat=True))
+        still_open = _lock_open(pks)
         updates = [(flag, evidence) for flag, evidence in updates if flag.pk in still_open]
         update_rows(Flag, ((flag.pk, {"evidence": evidence}) for flag, evidence in updates))
         for flag, evidence in updates:
