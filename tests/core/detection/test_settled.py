@@ -84,6 +84,23 @@ def _child_done(task: str, at: str, *, delivered: bool) -> list[dict]:
     return events
 
 
+def _run_started(thread: str, ordinal: int, at: str) -> list[dict]:
+    """A run of `thread` asked for by a message at `at`, and started."""
+    run = f"{thread}~{ordinal}"
+    return [
+        _event(
+            f"{run}-1",
+            "run.requested",
+            f"{at}.000",
+            thread=thread,
+            run=run,
+            ordinal=ordinal,
+            trigger={"kind": "message"},
+        ),
+        _event(f"{run}-2", "run.started", f"{at}.050", thread=thread, run=run),
+    ]
+
+
 def _at(text: str) -> datetime:
     return datetime.fromisoformat(f"2026-11-20T{text}+00:00")
 
@@ -94,17 +111,7 @@ def _evaluated(task: str) -> datetime:
 
 def test_an_event_on_the_parent_judges_the_tasks_it_can_change_and_not_the_settled(source):
     ns = source.namespace_id
-    lead_run = [
-        _event(
-            "lead-1",
-            "run.requested",
-            "09:00:00.000",
-            thread=LEAD,
-            run=f"{LEAD}~1",
-            ordinal=1,
-            trigger={"kind": "message"},
-        ),
-        _event("lead-2", "run.started", "09:00:00.050", thread=LEAD, run=f"{LEAD}~1"),
+    lead_run = _run_started(LEAD, 1, "09:00:00") + [
         _event(
             "lead-3",
             "run.finished",
@@ -127,18 +134,7 @@ def test_an_event_on_the_parent_judges_the_tasks_it_can_change_and_not_the_settl
     }
 
     # The lead runs again: it may yet take the waiting task's result, not the done one's.
-    again = [
-        _event(
-            "lead-4",
-            "run.requested",
-            "09:40:00.000",
-            thread=LEAD,
-            run=f"{LEAD}~2",
-            ordinal=2,
-            trigger={"kind": "message"},
-        ),
-        _event("lead-5", "run.started", "09:40:00.050", thread=LEAD, run=f"{LEAD}~2"),
-    ]
+    again = _run_started(LEAD, 2, "09:40:00")
     with time_machine.travel(_at("09:40:01"), tick=False):
         batch = apply_events(source, again)
         assert batch.touched_tasks == set()  # the lead's events name no task
@@ -160,18 +156,7 @@ def test_a_settled_task_is_judged_again_by_its_own_events(source):
         catch_up(ns, _at("09:30:00"), batch.touched_tasks, batch.touched_threads)
     assert Task.objects.get(task_id="task:done").settled
     # Its child runs again (a follow-up message): not settled while that runs.
-    more = [
-        _event(
-            "more-1",
-            "run.requested",
-            "09:35:00.000",
-            thread="thread:done",
-            run="thread:done~2",
-            ordinal=2,
-            trigger={"kind": "message"},
-        ),
-        _event("more-2", "run.started", "09:35:00.050", thread="thread:done", run="thread:done~2"),
-    ]
+    more = _run_started("thread:done", 2, "09:35:00")
     with time_machine.travel(_at("09:35:01"), tick=False):
         batch = apply_events(source, more)
         catch_up(ns, _at("09:35:01"), batch.touched_tasks, batch.touched_threads)
