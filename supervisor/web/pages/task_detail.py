@@ -110,12 +110,15 @@ def timeline_page(entries: list, before: str | None = None) -> dict:
 
 
 def task_detail_context(task: Task, can_act: bool, *, timeline_before: str | None = None) -> dict:
+    # The actions and flags before the facts: a frame rendered while an action's outcome
+    # commits then never shows the outcome beside results from before it (a delivery
+    # "succeeded" above a latest result that "has not reached the parent").
+    actions = list(task.actions.order_by("created_at", "pk"))
+    flags = list(task.flags.select_related("resolved_by").order_by("state", "-opened_at", "-pk"))
+    open_flags = [f for f in flags if f.state == Flag.OPEN]
     snap = load_for_task(task)
     detail = describe_task(task, snap)
     view = snap.tasks[task.task_id]
-    flags = list(task.flags.select_related("resolved_by").order_by("state", "-opened_at", "-pk"))
-    open_flags = [f for f in flags if f.state == Flag.OPEN]
-    actions = list(task.actions.order_by("created_at", "pk"))
     advice = advise(task, snap, view, open_flags, actions)
     now = clock.now()
     held = silences.matching([f.pk for f in open_flags], silences.active(now))
