@@ -79,12 +79,10 @@ def _update_chunk_by_arrays(table: str, pk_field, fields: list, members: list) -
     names = [f"c{index}" for index in range(len(columns))]
 
     def array_type(field) -> str:
-        return (
-            "text" if field.get_internal_type() == "JSONField" else field.cast_db_type(connection)
-        )
+        return "text" if _is_json(field) else field.cast_db_type(connection)
 
     def value(field, raw):
-        if field.get_internal_type() == "JSONField":
+        if _is_json(field):
             return None if raw is None else json.dumps(raw, cls=field.encoder)
         return field.get_db_prep_save(raw, connection)
 
