@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def run_once(tree: Path, args, n: int) -> dict:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
-    var = tempfile_dir()
+    var = tempfile.TemporaryDirectory(prefix="supervisor-detect-cpu-")
     try:
         out = subprocess.run(
             [
@@ -141,7 +142,7 @@ def run_once(tree: Path, args, n: int) -> dict:
                 "--tree",
                 str(tree),
                 "--var",
-                var,
+                var.name,
                 "--database",
                 args.pg_url.rsplit("/", 1)[0] + "/" + name,
                 "--tasks",
@@ -162,14 +163,9 @@ def run_once(tree: Path, args, n: int) -> dict:
             raise SystemExit(f"a run failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
     finally:
+        var.cleanup()
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name}")
-
-
-def tempfile_dir() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="supervisor-detect-cpu-")
 
 
 def report(codes: dict[str, str], runs: dict[str, list[dict]], args, machine: str) -> str:
