@@ -65,16 +65,23 @@ def run_name(run: RunView | None) -> str:
 
 
 def known_tasks(snap: Snapshot) -> list[TaskView]:
-    """The tasks whose `task.delegated` arrived: the only task subjects of flags."""
-    return sorted((task for task in snap.tasks.values() if task.known), key=lambda t: t.id)
+    """The tasks whose `task.delegated` arrived: the only task subjects of flags, by id.
+    Every rule asks: sorted once per snapshot (a copy, so no caller changes it)."""
+    if "known_tasks" not in snap.memo:
+        snap.memo["known_tasks"] = sorted(
+            (task for task in snap.tasks.values() if task.known), key=lambda t: t.id
+        )
+    return list(snap.memo["known_tasks"])
 
 
 def judged_tasks(snap: Snapshot) -> list[TaskView]:
     """The known tasks whose flags this evaluation decides: every one, or the ones the
     snapshot was loaded to judge (`Snapshot.judged`); the others are only read."""
-    if snap.judged is None:
-        return known_tasks(snap)
-    return [task for task in known_tasks(snap) if task.id in snap.judged]
+    key = ("judged_tasks", snap.judged)
+    if key not in snap.memo:
+        known = known_tasks(snap)
+        snap.memo[key] = known if snap.judged is None else [t for t in known if t.id in snap.judged]
+    return list(snap.memo[key])
 
 
 def child_thread_task(snap: Snapshot, thread: str | None) -> TaskView | None:
@@ -82,16 +89,21 @@ def child_thread_task(snap: Snapshot, thread: str | None) -> TaskView | None:
     else the earliest delegated."""
     if thread is None:
         return None
-    candidates = [task for task in known_tasks(snap) if child_thread(snap, task) == thread]
-    return min(
-        candidates,
-        key=lambda t: (
-            t.follow_up_of is not None,
-            t.delegated_at or LATEST,
-            t.id,
-        ),
-        default=None,
-    )
+    if "child_thread_task" not in snap.memo:
+        # Each thread's task, found for every thread at once: orphan_wake asks per wake.
+        by_thread: dict[str, TaskView] = {}
+        for task in known_tasks(snap):
+            found = child_thread(snap, task)
+            if found is not None and (
+                found not in by_thread or _first_claim(task) < _first_claim(by_thread[found])
+            ):
+                by_thread[found] = task
+        snap.memo["child_thread_task"] = by_thread
+    return snap.memo["child_thread_task"].get(thread)
+
+
+def _first_claim(task: TaskView) -> tuple:
+    return (task.follow_up_of is not None, task.delegated_at or LATEST, task.id)
 
 
 def owned_items(snap: Snapshot, task: TaskView) -> list[ItemView]:

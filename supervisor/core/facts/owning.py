@@ -22,17 +22,18 @@ def child_thread(snap: Snapshot, task: TaskView) -> str | None:
     """T's child thread; while the delegation has not named it, the thread of T's first run."""
     if task.child_thread is not None:
         return task.child_thread
-    # Should two runs claim to be T's first, the lower ordinal wins (the loader agrees).
-    first = min(
-        (
-            run
-            for run in snap.runs.values()
-            if run.trigger_kind == "delegation" and run.trigger_ref == task.id
-        ),
-        key=lambda r: (r.ordinal or 0, r.id),
-        default=None,
-    )
-    return first.thread if first else None
+    if "first_runs" not in snap.memo:
+        # Should two runs claim to be T's first, the lower ordinal wins (the loader
+        # agrees). Every task's at once: a scan of the runs per task was quadratic.
+        first: dict[str, RunView] = {}
+        for run in snap.runs.values():
+            if run.trigger_kind == "delegation" and run.trigger_ref is not None:
+                held = first.get(run.trigger_ref)
+                if held is None or (run.ordinal or 0, run.id) < (held.ordinal or 0, held.id):
+                    first[run.trigger_ref] = run
+        snap.memo["first_runs"] = first
+    run = snap.memo["first_runs"].get(task.id)
+    return run.thread if run else None
 
 
 def run_requested_by(snap: Snapshot, thread: str | None, at: datetime | None) -> RunView | None:

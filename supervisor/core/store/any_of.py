@@ -23,5 +23,21 @@ class AnyOf(Lookup):
         if connection.vendor != "postgresql":
             return In(self.lhs, list(self.rhs)).as_sql(compiler, connection)
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        values = [field.get_db_prep_value(value, connection) for value in self.rhs]
+        values = list(self.rhs)
+        if not _plain(field, values):
+            values = [field.get_db_prep_value(value, connection) for value in values]
         return f"{lhs} = ANY(%s::{field.cast_db_type(connection)}[])", (*lhs_params, values)
+
+
+_TEXT = {"CharField", "TextField", "SlugField"}
+_WHOLE = {"AutoField", "BigAutoField", "IntegerField", "BigIntegerField"}
+
+
+def _plain(field, values: list) -> bool:
+    """Ids that need no preparing (text for a text column, whole numbers for a key):
+    preparing each of thousands cost more than the query they are sent in."""
+    kind = field.get_internal_type()
+    if kind == "ForeignKey":
+        kind = field.target_field.get_internal_type()
+    wanted = str if kind in _TEXT else int if kind in _WHOLE else None
+    return wanted is not None and all(type(value) is wanted for value in values)
