@@ -212,19 +212,36 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     )
     # Each kind of wake by its own index, then the rows by key: the three ORed were
     # planned as a scan of every wake.
-    wakes, named, sent = set(), set(), set()
-    for where in (
-        Q(thread_id__any_of=children | parents | threads),
-        Q(source_task__any_of=task_ids),
-        Q(source_thread__any_of=child_names),
+    wakes, named, sent, beside = set(), set(), set(), set()
+    for where, near in (
+        (Q(thread_id__any_of=children), True),
+        (Q(source_task__any_of=task_ids), True),
+        (Q(source_thread__any_of=child_names), True),
+        (Q(thread_id__any_of=parents | threads), False),
     ):
         for pk, source_task, source_thread, kind, target in Wake.objects.filter(
             ns, where
         ).values_list("pk", "source_task", "source_thread", "source_kind", "thread_id"):
+            if pk in wakes:
+                continue
             wakes.add(pk)
-            named.add((source_task, source_thread))
+            if near or kind != "task" or source_task is None:
+                named.add((source_task, source_thread))
+            else:
+                beside.add((source_task, source_thread))
             if kind == "task" and source_task in task_ids and target is not None:
                 sent.add((source_task, target))
+    # The task wakes to a parent or a judged thread that only sit beside the subjects
+    # (a parent's wakes name all its children): of a task they name, the rules read only
+    # whether it is known (orphan_wake, late_wake), so a known one is not loaded, and
+    # the one whose child thread sent it is looked for only when it is not known. A
+    # parent with many children had every subject load them all, with their reports.
+    known_beside = set(
+        Task.objects.filter(ns, task_id__any_of={t for t, _ in beside}, known=True).values_list(
+            "task_id", flat=True
+        )
+    )
+    named |= {(task, thread) for task, thread in beside if task not in known_beside}
     # A subject's task wakes that went elsewhere than its parent: a follow-up of it under
     # that thread makes the target right (misrouted_wake). Looked up only when there is
     # such a wake, by the parent-thread index.
@@ -261,18 +278,10 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # Tasks that never named their child thread, by the thread of their first run.
     unnamed_here = first_run_tasks(namespace_id, children | named_threads)
     unnamed_children = set()
-    # A thread's task requests, and the tasks delegated from it that answer them (the
-    # same request id): delegation_never_started.
-    requested = set(
-        TaskRequest.objects.filter(ns, parent_thread_id__any_of=threads).values_list(
-            "client_request_id", flat=True
-        )
-    )
     for where in (
         Q(task_id__any_of=task_ids | {task for task, _ in named if task} | unnamed_here),
         Q(parent_thread_id__any_of=children),
         Q(child_thread_id__any_of=children | named_threads),
-        Q(parent_thread_id__any_of=threads, client_request_id__any_of=requested),
     ):
         for pk, task_id, child in Task.objects.filter(ns, where).values_list(
             "pk", "task_id", "child_thread_id"
@@ -288,12 +297,31 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         items=Q(thread_id__any_of=children),
         wakes=Q(pk__any_of=wakes),
         rejections=Q(thread_id__any_of=threads),
-        requests=Q(parent_thread_id__any_of=threads),
+        requests=Q(pk__any_of=_unanswered_requests(namespace_id, threads)),
     )
     snap.threads = set(thread_ids) | {
         name for t in snap.tasks.values() for name in (t.parent_thread, t.child_thread) if name
     }
+    snap.known_beside = frozenset(known_beside - snap.tasks.keys())
     return snap
+
+
+def _unanswered_requests(namespace_id: int, threads: set[int]) -> set[int]:
+    """The task requests of these threads (row ids) that no known task answers (the
+    same request id): delegation_never_started reads no others, so the tasks that answer
+    them are read as pairs, not loaded. (An anti-join was planned as a hash of every
+    task of the namespace.)"""
+    asked = TaskRequest.objects.filter(namespace_id=namespace_id, parent_thread_id__any_of=threads)
+    requests = list(asked.values_list("pk", "parent_thread_id", "client_request_id"))
+    answered = set(
+        Task.objects.filter(
+            namespace_id=namespace_id,
+            known=True,
+            parent_thread_id__any_of=threads,
+            client_request_id__any_of={request for _, _, request in requests},
+        ).values_list("parent_thread_id", "client_request_id")
+    )
+    return {pk for pk, thread, request in requests if (thread, request) not in answered}
 
 
 def first_run_threads(namespace_id: int, task_ids: set[str]) -> dict[str, int]:

@@ -211,6 +211,10 @@ class Snapshot:
     # The task ids whose flags are being decided (None: all): the rules judge these and
     # read the rest, which a snapshot loads only as their context.
     judged: frozenset[str] | None = None
+    # Tasks known in the store and not loaded, because a wake that only sits beside the
+    # subjects names them (loader.load_for_subjects): the rules read only that they are
+    # known.
+    known_beside: frozenset[str] = frozenset()
     # Derived values (ownership) computed once per snapshot; like the cached properties
     # below, valid only while the snapshot is not changed after it is built.
     memo: dict = field(default_factory=dict, repr=False, compare=False)

@@ -14,8 +14,12 @@ KIND = "orphan_wake"
 
 
 def names_unknown_task(snap: Snapshot, wake: WakeView) -> bool:
+    if wake.source_kind != "task":
+        return False
     task = snap.tasks.get(wake.source_task or "")
-    return wake.source_kind == "task" and (task is None or not task.known)
+    if task is None:
+        return wake.source_task not in snap.known_beside
+    return not task.known
 
 
 def wake_subject(snap: Snapshot, wake: WakeView) -> tuple[str, str] | None:

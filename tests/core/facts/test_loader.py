@@ -6,6 +6,7 @@ import pytest
 from supervisor.core.detection.evaluate import affected_subjects
 from supervisor.core.facts.loader import load_for_subjects
 from supervisor.core.ingest.apply import apply_events
+from supervisor.core.rules.orphan_wake import names_unknown_task
 from tests.support.delegations import AT, delegated
 
 pytestmark = pytest.mark.django_db
@@ -31,9 +32,10 @@ def test_a_task_snapshot_reads_its_same_work_siblings_and_not_the_rest_of_the_fa
     assert set(snap.tasks) == {"task:subject", "task:again", "task:grandchild"}
 
 
-def test_a_thread_snapshot_reads_its_task_requests_and_the_tasks_answering_them(source):
-    # delegation_never_started judges the parent thread on its requests and
-    # the delegations with their request ids; the parent's other tasks are not read.
+def test_a_thread_snapshot_reads_only_its_task_requests_no_delegation_answers(source):
+    # delegation_never_started judges the parent thread on its requests that no known
+    # delegation answers (the same request id); the answered ones and the parent's
+    # tasks are not read.
     def requested(request_id: str, thread: str = "thread:parent") -> dict:
         return {
             "id": f"requested-{request_id}",
@@ -53,8 +55,41 @@ def test_a_thread_snapshot_reads_its_task_requests_and_the_tasks_answering_them(
     ]
     apply_events(source, events)
     snap = load_for_subjects(source.namespace_id, set(), {"thread:parent"})
-    assert sorted(r.client_request_id for r in snap.requests) == ["req-1", "req-2"]
-    assert set(snap.tasks) == {"task:answer"}
+    assert sorted(r.client_request_id for r in snap.requests) == ["req-2"]
+    assert set(snap.tasks) == set()
+
+
+def _wake_to_parent(wake: str, task: str, child: str) -> dict:
+    return {
+        "id": f"queued-{wake}",
+        "type": "wake.queued",
+        "at": AT,
+        "data": {
+            "wake": wake,
+            "thread": "thread:parent",
+            "source": {"kind": "task", "task": task, "thread": child},
+            "summary": f"{task} done",
+        },
+    }
+
+
+def test_the_parents_wakes_naming_known_siblings_do_not_load_the_siblings(source):
+    # Every subject reads the wakes to its parent (what reached it); the siblings they
+    # name are read only as known, and an unknown one with the task of its child thread.
+    events = [
+        delegated("task:subject", "Port the retry loop", "thread:child-subject"),
+        *(delegated(f"task:other-{n}", f"Other work {n}", f"thread:child-{n}") for n in range(5)),
+        *(_wake_to_parent(f"w{n}", f"task:other-{n}", f"thread:child-{n}") for n in range(5)),
+        # A wake from task:other-0's child thread naming a task never delegated.
+        _wake_to_parent("w-ghost", "task:ghost", "thread:child-0"),
+    ]
+    apply_events(source, events)
+    snap = load_for_subjects(source.namespace_id, {"task:subject"}, set())
+    assert set(snap.wakes) == {*(f"w{n}" for n in range(5)), "w-ghost"}
+    assert snap.known_beside == {f"task:other-{n}" for n in range(1, 5)}
+    # The orphan's sender is read in full: orphan_wake puts the flag on it.
+    assert set(snap.tasks) == {"task:subject", "task:other-0"}
+    assert [w.id for w in snap.wakes.values() if names_unknown_task(snap, w)] == ["w-ghost"]
 
 
 def test_a_task_snapshot_reads_its_follow_ups_under_the_threads_its_wakes_went_to(source):
