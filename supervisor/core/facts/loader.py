@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from supervisor.core.facts.snapshot import (
     ItemView,
@@ -264,9 +264,8 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
     # work delegated earlier (duplicate_delegation: the same title) are read, found by
     # the title's key, with the runs of their child threads. A parent with thousands of
     # tasks made each due task load them all, reports included, and then read all their
-    # titles. The parents' runs are read too: a parent with no run under way will take
-    # nothing (never_delivered).
-    same_work, run_threads = set(), set(children) | parents
+    # titles.
+    same_work, run_threads = set(), set(children)
     pairs = {(parent, title) for _, parent, title, _ in subjects if parent}
     for pk, child, _ in same_work_tasks(namespace_id, pairs):
         same_work.add(pk)
@@ -291,9 +290,14 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
                 unnamed_children.add(task_id)
     # Their child threads are the threads of their first runs: the runs there are read.
     run_threads |= set(first_run_threads(namespace_id, unnamed_children - unnamed).values())
+    # Of a thread that is only a parent here, the rules read whether a run of it is
+    # unfinished and when the last one finished (never_delivered: a parent with no run
+    # under way will take nothing); its runs grow with every wake it takes, and every
+    # judged child read them all.
+    parent_runs = _last_and_unfinished_runs(parents - run_threads)
     snap = _load(
         tasks=Q(pk__any_of=keys),
-        runs=Q(thread_id__any_of=run_threads),
+        runs=Q(thread_id__any_of=run_threads) | Q(pk__any_of=parent_runs),
         items=Q(thread_id__any_of=children),
         wakes=Q(pk__any_of=wakes),
         rejections=Q(thread_id__any_of=threads),
@@ -322,6 +326,26 @@ def _unanswered_requests(namespace_id: int, threads: set[int]) -> set[int]:
         ).values_list("parent_thread_id", "client_request_id")
     )
     return {pk for pk, thread, request in requests if (thread, request) not in answered}
+
+
+def _last_and_unfinished_runs(threads: set[int]) -> set[int]:
+    """The runs (row ids) of these threads that have not finished, and the one of each
+    that finished last."""
+    if not threads:
+        return set()
+    unfinished = Run.objects.filter(thread_id__any_of=threads, finished_at__isnull=True)
+    last = Subquery(
+        Run.objects.filter(thread_id=OuterRef("pk"), finished_at__isnull=False)
+        .order_by("-finished_at")
+        .values("pk")[:1]
+    )
+    return set(unfinished.values_list("pk", flat=True)) | {
+        pk
+        for pk in Thread.objects.filter(pk__any_of=threads)
+        .annotate(last=last)
+        .values_list("last", flat=True)
+        if pk is not None
+    }
 
 
 def first_run_threads(namespace_id: int, task_ids: set[str]) -> dict[str, int]:

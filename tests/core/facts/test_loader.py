@@ -146,3 +146,58 @@ def test_a_task_arriving_has_the_thread_its_wake_went_to_judged_again(source):
     apply_events(source, [wake, delegated("task:subject", "Port", "thread:child-subject")])
     _, threads = affected_subjects(source.namespace_id, {"task:subject"}, set())
     assert "thread:elsewhere" in threads
+
+
+def _parent_run(ordinal: int, finished_at: str | None) -> list[dict]:
+    run = f"thread:parent:{ordinal}"
+    events = [
+        {
+            "id": f"requested-{run}",
+            "type": "run.requested",
+            "at": AT,
+            "data": {
+                "thread": "thread:parent",
+                "run": run,
+                "ordinal": ordinal,
+                "trigger": {"kind": "message"},
+            },
+        }
+    ]
+    if finished_at is not None:
+        events.append(
+            {
+                "id": f"finished-{run}",
+                "type": "run.finished",
+                "at": finished_at,
+                "data": {
+                    "thread": "thread:parent",
+                    "run": run,
+                    "status": "completed",
+                    "summary": "",
+                },
+            }
+        )
+    return events
+
+
+def test_of_a_thread_only_a_parent_here_the_unfinished_runs_and_the_last_finished_are_read(
+    source,
+):
+    # never_delivered reads whether the parent has a run under way and when its last run
+    # finished; a parent's runs grow with every wake it takes.
+    finished = [f"2026-11-05T22:4{n}:00Z" for n in range(1, 6)]
+    events = [
+        delegated("task:subject", "Port the retry loop", "thread:child-subject"),
+        *(event for n, when in enumerate(finished) for event in _parent_run(n + 1, when)),
+        *_parent_run(6, None),
+    ]
+    events += _parent_run(7, "2026-11-05T22:41:30Z")  # finished before the latest
+    apply_events(source, events)
+    snap = load_for_subjects(source.namespace_id, {"task:subject"}, set())
+    assert set(snap.runs) == {"thread:parent:5", "thread:parent:6"}
+    # A parent that is also a subject's child thread has all its runs read.
+    child = delegated("task:parent", "Lead", "thread:parent")
+    child["data"]["parent_thread"] = "thread:grandparent"
+    apply_events(source, [child])
+    snap = load_for_subjects(source.namespace_id, {"task:subject", "task:parent"}, set())
+    assert set(snap.runs) == {f"thread:parent:{n}" for n in range(1, 8)}
