@@ -13,7 +13,9 @@ the fleet's end every subject's open flags are compared with the fleet's expecta
     python bench/detect_cpu.py --data history --tasks 2000 --runs 3 --write
 
 `--data history` takes bench/history.py's history (seed 000's shapes, whose flags open
-and resolve often on the way) instead of the fleet; its block is written apart.
+and resolve often on the way) instead of the fleet; its block is written apart, as is
+one with `--per-parent` other than 20 (tasks per parent thread: a wide parent's wakes
+name all its children, which every judged child reads).
 
 Each run is a process of its own in the code under test (the working tree, or a clean
 `git archive` of `--baseline`); codes alternate run by run.
@@ -67,9 +69,10 @@ def child(args) -> dict:
     if args.data == "history":
         from history import generate
 
-        scenario = generate(args.tasks, seed=args.seed, tasks_per_parent=20).scenario()
+        scenario = generate(args.tasks, seed=args.seed, tasks_per_parent=args.per_parent).scenario()
     else:
-        fleet = Fleet(args.seed, tasks=args.tasks, parents=max(3, args.tasks // 20), rate=20)
+        parents = max(3, args.tasks // args.per_parent)
+        fleet = Fleet(args.seed, tasks=args.tasks, parents=parents, rate=20)
         scenario = fleet.as_scenario()
     events, until = scenario["events"], parse_timestamp(scenario["until"])
     source, _ = do_create_source("bench", None, "ingest,read")
@@ -153,6 +156,8 @@ def run_once(tree: Path, args, n: int) -> dict:
                 str(args.batch),
                 "--data",
                 args.data,
+                "--per-parent",
+                str(args.per_parent),
             ],
             capture_output=True,
             text=True,
@@ -179,12 +184,13 @@ def report(codes: dict[str, str], runs: dict[str, list[dict]], args, machine: st
         "",
         f"Reproduce: `python bench/detect_cpu.py --data {args.data} --tasks {args.tasks} "
         f"--runs {args.runs}"
+        + (f" --per-parent {args.per_parent}" if args.per_parent != 20 else "")
         + (f" --baseline {args.baseline}" if args.baseline else "")
         + "` (PostgreSQL; in-process; batches of "
         f"{args.batch}, one evaluation after each).",
         "",
         f"{'Fleet' if args.data == 'fleet' else 'bench/history.py'}: seed {args.seed}, "
-        f"{args.tasks:,} tasks, {first['events']:,} events, "
+        f"{args.tasks:,} tasks ({args.per_parent} per parent thread), {first['events']:,} events, "
         f"{first['subjects']:,} subjects, {first['flags']:,} flags expected open at its end.",
         "",
         "| ms of CPU per event (median of the runs) | "
@@ -232,6 +238,12 @@ def main(argv=None) -> int:
         default="fleet",
         help="the demo fleet (every shape), or bench/history.py's seed-000-like history",
     )
+    parser.add_argument(
+        "--per-parent",
+        type=int,
+        default=20,
+        help="tasks per parent thread (a wide parent: every child's wakes go to it)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline", help="a commit to measure beside the working tree")
     parser.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/postgres")
@@ -260,7 +272,9 @@ def main(argv=None) -> int:
     text = report(codes, runs, args, machine)
     print(text)
     if args.write:
-        tag = "" if args.data == "fleet" else "_history"
+        tag = ("" if args.data == "fleet" else "_history") + (
+            f"_{args.per_parent}_per_parent" if args.per_parent != 20 else ""
+        )
         launch.write_block(MARKERS[0].format(tag), MARKERS[1].format(tag), text, HEADING)
     return 0
 
