@@ -60,6 +60,7 @@ bench: bootstrap
 	$(PY) bench/t3_follow.py --runs 3 --backend both --lag-samples 8
 	$(PY) bench/detect_cpu.py --runs 3 --write
 	$(PY) bench/detect_cpu.py --data history --runs 3 --write
+	$(PY) bench/detect_cpu.py --per-parent 200 --runs 3 --write
 
 # Known vulnerabilities in the locked dependencies (OSV, else PyPI's JSON API).
 audit:
