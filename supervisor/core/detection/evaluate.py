@@ -32,7 +32,7 @@ from supervisor.core.flags.writers import (
 from supervisor.core.models import OUT_OF_DATE, Flag, Run, Source, Task, Thread, Wake
 from supervisor.core.rules import RULES, judge
 from supervisor.core.store.batch_write import update_rows
-from supervisor.core.store.entity_locks import lock_in_order, lock_subjects, retrying
+from supervisor.core.store.entity_locks import lock_subjects, locked_rows, retrying
 
 RULE_KINDS = [rule.KIND for rule in RULES]
 
@@ -281,8 +281,7 @@ def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: dat
 
 def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now, settled=None):
     # Each subject has its own next check: one statement per chunk, not one per time.
-    lock_in_order(model, key, namespace_id, ids)
-    rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__in": ids})
+    rows = locked_rows(model, key, namespace_id, ids)
 
     def record(subject_id) -> dict:
         written = {"evaluated_at": now, "next_check_at": due.get((subject_type, subject_id))}
@@ -290,4 +289,4 @@ def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now, se
             written["settled"] = subject_id in settled
         return written
 
-    update_rows(model, ((pk, record(subject_id)) for pk, subject_id in rows.values_list("pk", key)))
+    update_rows(model, ((pk, record(subject_id)) for pk, subject_id in rows))
