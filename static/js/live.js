@@ -328,14 +328,18 @@
   /* ---- notifications: grouped, and once per browser ---------------------------- */
   // Flags that open within NOTICE_WINDOW_MS of the first make one notification, as the
   // alerts group a burst ("3 flags opened: …"). Every tab gets the same frames; when its
-  // window closes a tab claims the flags no other tab has claimed yet (a record in
-  // localStorage, read and written under a Web Lock where the browser has them) and
-  // shows only those: three tabs open, one notification. A tab claims nothing before
-  // it shows, so one closed meanwhile leaves its flags to the others.
+  // window closes a tab claims the flags no other tab has claimed yet and shows only
+  // those: three tabs open, one notification. A flag's claim is a Web Lock named for it,
+  // taken only if free and held a while: the browser keeps one record of locks for all
+  // its tabs, where a write to localStorage reaches another tab's process a moment later
+  // (two tabs under load both read "unclaimed" there). localStorage keeps the claims for
+  // a day, for tabs that close their window after the lock is let go. A tab claims
+  // nothing before it shows, so one closed meanwhile leaves its flags to the others.
   var NOTICE_WINDOW_MS = 3000;
   var NOTICE_JITTER_MS = 400; // tabs close their windows apart, even without a lock
   var NOTICE_CLAIMS = "supervisor:notified-flags";
   var NOTICE_CLAIMS_KEPT_MS = 24 * 3600 * 1000;
+  var NOTICE_HOLD_MS = 10 * 60 * 1000; // a flag's lock, once claimed
   var NOTICE_LISTED = 4; // flags named in a grouped notification's body
   var noticeBurst = [];
   var noticeTimer = null;
@@ -352,17 +356,19 @@
     var burst = noticeBurst;
     noticeBurst = [];
     withNoticeLock(function () {
-      var fresh = claimFlags(burst);
-      if (fresh.length) showNotice(fresh);
+      return claimFlags(burst).then(function (fresh) {
+        if (fresh.length) showNotice(fresh);
+      });
     });
   }
 
   function withNoticeLock(work) {
     var done = false;
     function once() {
-      if (done) return;
+      if (done) return null;
       done = true;
-      try { work(); } catch (e) { /* a notification is a courtesy: never break the page */ }
+      // a notification is a courtesy: never break the page
+      try { return Promise.resolve(work()).catch(function () {}); } catch (e) { return null; }
     }
     if (navigator.locks && navigator.locks.request) {
       try {
@@ -383,22 +389,43 @@
   }
 
   function claimFlags(burst) {
+    var known = readClaims();
+    var candidates = burst.filter(function (flag) { return !known[flag.id]; });
+    return Promise.all(candidates.map(holdClaim)).then(function (held) {
+      var fresh = candidates.filter(function (flag, i) { return held[i]; });
+      if (fresh.length) keepClaims(fresh);
+      return fresh;
+    });
+  }
+
+  function holdClaim(flag) {
+    // Without Web Locks, localStorage alone decides (and may let two tabs show).
+    if (!(navigator.locks && navigator.locks.request)) return Promise.resolve(true);
+    return new Promise(function (resolve) {
+      function taken(lock) {
+        resolve(!!lock);
+        if (!lock) return null;
+        return new Promise(function (release) { window.setTimeout(release, NOTICE_HOLD_MS); });
+      }
+      try {
+        navigator.locks.request("supervisor-notice:" + flag.id, { ifAvailable: true }, taken)
+          .catch(function () { resolve(true); });
+      } catch (e) {
+        resolve(true);
+      }
+    });
+  }
+
+  function keepClaims(flags) {
     var claims = readClaims();
     var now = Date.now();
-    var fresh = [];
-    burst.forEach(function (flag) {
-      if (claims[flag.id]) return;
-      claims[flag.id] = now;
-      fresh.push(flag);
-    });
-    if (!fresh.length) return fresh;
+    flags.forEach(function (flag) { claims[flag.id] = now; });
     Object.keys(claims).forEach(function (id) {
       if (!(now - claims[id] < NOTICE_CLAIMS_KEPT_MS)) delete claims[id];
     });
     try {
       window.localStorage.setItem(NOTICE_CLAIMS, JSON.stringify(claims));
-    } catch (e) { /* storage full or denied: this tab still shows its own */ }
-    return fresh;
+    } catch (e) { /* storage full or denied: the locks still hold the claims a while */ }
   }
 
   function showNotice(flags) {
