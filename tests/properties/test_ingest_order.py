@@ -83,6 +83,7 @@ def canonical_dump(namespace_id: int) -> dict:
             r.parent_run,
             r.title,
             r.env,
+            r.answered,
         )
         for r in TaskRequest.objects.filter(namespace_id=namespace_id).select_related(
             "parent_thread"
@@ -105,6 +106,20 @@ def canonical_dump(namespace_id: int) -> dict:
     }
 
 
+def answers_as_rebuilt(namespace_id: int) -> dict[str, bool]:
+    """Each task request (by event id) answered or not, worked out again from the stored
+    tasks: what ingest keeps in `TaskRequest.answered` must equal it."""
+    delegated = set(
+        Task.objects.filter(namespace_id=namespace_id, known=True).values_list(
+            "parent_thread_id", "client_request_id"
+        )
+    )
+    return {
+        r.event_id: (r.parent_thread_id, r.client_request_id) in delegated
+        for r in TaskRequest.objects.filter(namespace_id=namespace_id)
+    }
+
+
 def ingest(events, batch_sizes=(1,)) -> dict:
     source, _ = do_create_source(f"s-{uuid.uuid4()}")
     position, turn = 0, 0
@@ -112,7 +127,11 @@ def ingest(events, batch_sizes=(1,)) -> dict:
         size = batch_sizes[turn % len(batch_sizes)]
         apply_events(source, events[position : position + size])
         position, turn = position + size, turn + 1
-    return canonical_dump(source.namespace_id)
+    dump = canonical_dump(source.namespace_id)
+    # The kept answers are a rebuild's, in every arrival this module makes.
+    kept = {event_id: answered for event_id, *_, answered in dump["requests"]}
+    assert kept == answers_as_rebuilt(source.namespace_id)
+    return dump
 
 
 @pytest.mark.django_db

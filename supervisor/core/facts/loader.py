@@ -301,31 +301,15 @@ def load_for_subjects(namespace_id: int, task_ids: set[str], thread_ids: set[str
         items=Q(thread_id__any_of=children),
         wakes=Q(pk__any_of=wakes),
         rejections=Q(thread_id__any_of=threads),
-        requests=Q(pk__any_of=_unanswered_requests(namespace_id, threads)),
+        # delegation_never_started reads only the requests no known task answers, which
+        # ingest keeps marked (core.ingest.answered_requests).
+        requests=Q(parent_thread_id__any_of=threads, answered=False),
     )
     snap.threads = set(thread_ids) | {
         name for t in snap.tasks.values() for name in (t.parent_thread, t.child_thread) if name
     }
     snap.known_beside = frozenset(known_beside - snap.tasks.keys())
     return snap
-
-
-def _unanswered_requests(namespace_id: int, threads: set[int]) -> set[int]:
-    """The task requests of these threads (row ids) that no known task answers (the
-    same request id): delegation_never_started reads no others, so the tasks that answer
-    them are read as pairs, not loaded. (An anti-join was planned as a hash of every
-    task of the namespace.)"""
-    asked = TaskRequest.objects.filter(namespace_id=namespace_id, parent_thread_id__any_of=threads)
-    requests = list(asked.values_list("pk", "parent_thread_id", "client_request_id"))
-    answered = set(
-        Task.objects.filter(
-            namespace_id=namespace_id,
-            known=True,
-            parent_thread_id__any_of=threads,
-            client_request_id__any_of={request for _, _, request in requests},
-        ).values_list("parent_thread_id", "client_request_id")
-    )
-    return {pk for pk, thread, request in requests if (thread, request) not in answered}
 
 
 def _last_and_unfinished_runs(threads: set[int]) -> set[int]:

@@ -18,6 +18,7 @@ from django.db.models import F, Q
 from supervisor.core import clock
 from supervisor.core.contract.events import Event
 from supervisor.core.facts.ownership import normalized
+from supervisor.core.ingest.answered_requests import keep_answered
 from supervisor.core.ingest.entity_rows import model_kind, named_entities, new_row, owned_columns
 from supervisor.core.models import (
     BackgroundItem,
@@ -404,11 +405,24 @@ class Mirror:
                 for e in self.requests
             ],
         )
+        keep_answered(ns, self._request_pairs(thread_ids))
         # Subjects named without their row in the batch (a wake's source task, say).
         Task.objects.filter(
             namespace_id=ns, task_id__in=self.touched_tasks - self.tasks.keys()
         ).update(last_event_at=now)
         _note_environments(ns, self.environments)
+
+    def _request_pairs(self, thread_ids: dict[str, int]) -> set[tuple[int, str]]:
+        """The (parent thread row id, request id) pairs whose answer the batch can change:
+        its requests', and its tasks' before and after the batch."""
+        pairs = {
+            (thread_ids[e.data.parent_thread], e.data.client_request_id) for e in self.requests
+        }
+        for task_id, row in self.tasks.items():
+            before = self.loaded.get(("task_id", task_id), {})
+            for kept in (row, before):
+                pairs.add((kept.get("parent_thread_id"), kept.get("client_request_id")))
+        return pairs
 
     def _upsert(self, model, key: str, rows: dict, returning: bool = True) -> dict[str, int]:
         """Write the new and changed rows; the row ids of new ones by orchestrator id."""

@@ -338,10 +338,18 @@ class TaskRequest(models.Model):
     parent_run = models.CharField(max_length=500, null=True)
     title = models.TextField(null=True)
     env = models.CharField(max_length=200, null=True)
+    # Kept by ingest (core.ingest.answered_requests): a known task of the parent thread
+    # carries this request id. The rule reads only the requests not answered.
+    answered = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["source", "event_id"], name="task_request_unique")
+        ]
+        indexes = [
+            models.Index(
+                fields=["parent_thread"], condition=Q(answered=False), name="task_request_open"
+            )
         ]
 
 
