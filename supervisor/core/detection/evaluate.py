@@ -188,7 +188,7 @@ def evaluate(
         by_type = (("task", task_ids), ("thread", thread_ids))
         due = {(kind, subject): now for kind, ids in by_type for subject in ids}
 
-    settled = settled_tasks(snap, task_ids, findings, due, bool(judgement.failed))
+    settled = settled_tasks(snap, task_ids, bool(judgement.failed))
 
     def write() -> set[tuple[str, str]]:
         judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}

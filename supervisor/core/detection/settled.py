@@ -2,45 +2,39 @@
 
 An event on a parent thread (a run of the parent, a wake to it, a task delegated from
 it) had every task delegated from that thread judged again: with twenty tasks under a
-parent, eight tasks judged for each one an event touched, and most of them long done.
-Of the rules, only those about a result that has not reached the parent read the
-parent's runs and wakes (never_delivered: a parent with no run under way; the reading:
-a wake delivered there or a wake run started), and only while the task's report is not
-terminal do the others read its parent's activity (silent_background_item).
+parent, most of the tasks an evaluation judged were its siblings, judged for nothing.
 
-So a task is settled when, judged just now: its current report is terminal, a result
-of it reached the parent (`reading.delivered_to_parent`), no rule found a flag on it
-(open, suppressed or failed to judge) and no time-based rule is due on it. What can
-change that reaches it by another path, each of which has it judged again: its own
-reports and its child thread's runs, items and wakes; the wakes naming it; its
-follow-ups; a task of the same title beside it; an action on it.
+What the rules read of a task's parent thread, rule by rule: only never_delivered reads
+its runs (a parent with no run under way will take nothing), and only for a task whose
+result is terminal, handed by wakes alone and not delivered
+(`never_delivered.reads_parent_runs`). The wakes to the parent that the reading reads
+(`core.facts.reading`) are T's own (their events name T), its follow-ups' (a follow-up's
+events have T judged) or sent from T's child thread (judged with it). A task's
+ownership reads its parent's runs only to place it under the task that owns that thread,
+which that thread's events have judged. The rest reads T's own rows and its child
+thread's.
+
+So a task is settled when, judged just now, never_delivered does not read its parent's
+runs for it, and no rule failed to judge it. Being settled depends on T's own report and
+wakes alone: whatever changes it reaches T by its own events, which have it judged (and
+this recorded) again. An arrival-order property holds it to the whole namespace's
+judgement on every scenario (tests/properties/test_detection_order.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from supervisor.core.facts import reading
-from supervisor.core.facts.snapshot import Finding, Snapshot
+from supervisor.core.facts.snapshot import Snapshot
+from supervisor.core.rules.never_delivered import reads_parent_runs
 
 
-def settled_tasks(
-    snap: Snapshot,
-    task_ids: Iterable[str],
-    findings: Iterable[Finding],
-    due: dict,
-    failed: bool,
-) -> set[str]:
+def settled_tasks(snap: Snapshot, task_ids: Iterable[str], failed: bool) -> set[str]:
     """Of `task_ids` (judged on `snap`), those settled (see the module)."""
     if failed:
         return set()
-    flagged = {f.subject_id for f in findings if f.subject_type == "task"}
-    settled = set()
-    for task_id in task_ids:
-        task = snap.tasks.get(task_id)
-        if task is None or task_id in flagged or due.get(("task", task_id)) is not None:
-            continue
-        report = task.current_report
-        if report is not None and report.terminal and reading.delivered_to_parent(snap, task):
-            settled.add(task_id)
-    return settled
+    return {
+        task_id
+        for task_id in task_ids
+        if (task := snap.tasks.get(task_id)) is not None and not reads_parent_runs(snap, task)
+    }

@@ -38,14 +38,22 @@ def reached(snap: Snapshot, task: TaskView) -> bool:
     return reading.delivered_to_parent(snap, task)
 
 
+def reads_parent_runs(snap: Snapshot, task: TaskView) -> bool:
+    """Whether this rule reads T's parent thread's runs to judge T: its result is terminal
+    and handed by wakes alone, and none was delivered. Of the rules, only this one reads
+    the runs of a task's parent thread for it (detection/settled.py)."""
+    report = task.current_report
+    if report is None or not report.terminal or report.delivery != "wake":
+        return False
+    return task.parent_thread is not None and not reached(snap, task)
+
+
 def _due(
     snap: Snapshot, settings: DetectionSettings, task: TaskView
 ) -> tuple[datetime, Finding] | None:
+    if not reads_parent_runs(snap, task):
+        return None
     report = task.current_report
-    if report is None or not report.terminal or report.delivery != "wake":
-        return None
-    if task.parent_thread is None or reached(snap, task):
-        return None
     parent_runs = snap.runs_by_thread.get(task.parent_thread, [])
     if any(run.finished_at is None for run in parent_runs):
         return None  # a live or queued parent run may still take it

@@ -161,3 +161,21 @@ def test_a_settled_task_is_judged_again_by_its_own_events(source):
         batch = apply_events(source, more)
         catch_up(ns, _at("09:35:01"), batch.touched_tasks, batch.touched_threads)
     assert _evaluated("done") == _at("09:35:01")
+
+
+def test_a_task_under_way_is_not_judged_again_by_its_parents_events(source):
+    # Its flags (stuck's idle clock, say) read its own rows and its child thread's, not
+    # its parent's: the lead running again changes nothing for it.
+    ns = source.namespace_id
+    under_way = _child_done("busy", "09:01", delivered=False)[:3]  # delegated, run started
+    with time_machine.travel(_at("09:30:00"), tick=False):
+        batch = apply_events(source, _run_started(LEAD, 1, "09:00:00") + under_way)
+        catch_up(ns, _at("09:30:00"), batch.touched_tasks, batch.touched_threads)
+    task = Task.objects.get(task_id="task:busy")
+    assert task.settled and task.next_check_at is not None  # stuck is due on it later
+    with time_machine.travel(_at("09:40:01"), tick=False):
+        batch = apply_events(source, _run_started(LEAD, 2, "09:40:00"))
+        catch_up(ns, _at("09:40:01"), batch.touched_tasks, batch.touched_threads)
+    assert _evaluated("busy") == _at("09:30:00")  # not judged again
+    # Its own clock still has the sweep judge it (stuck, when its run goes quiet).
+    assert Task.objects.get(task_id="task:busy").next_check_at == task.next_check_at
