@@ -98,7 +98,8 @@ OUT_OF_DATE = models.Q(evaluated_at__isnull=True, last_event_at__isnull=False) |
 
 
 class Thread(models.Model):
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    # db_index=False: the unique (namespace, id) index leads with it (issue 42).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, db_index=False)
     thread_id = models.CharField(max_length=500)
     title = models.TextField(blank=True, default="")
     parent_thread_id = models.CharField(max_length=500, null=True)
@@ -126,11 +127,16 @@ class Thread(models.Model):
 class Task(models.Model):
     """A delegated task, with the orchestrator's current view of it kept alongside."""
 
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    # db_index=False: the unique (namespace, id) index leads with it (issue 42).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, db_index=False)
     task_id = models.CharField(max_length=500)
     known = models.BooleanField(default=False, help_text="Its task.delegated has arrived.")
     parent_thread = models.ForeignKey(
-        Thread, null=True, on_delete=models.SET_NULL, related_name="delegated_tasks"
+        Thread,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="delegated_tasks",
+        db_index=False,  # task_parent_title_hash leads with it
     )
     child_thread = models.ForeignKey(
         Thread, null=True, on_delete=models.SET_NULL, related_name="child_tasks"
@@ -203,8 +209,9 @@ class Task(models.Model):
 class TaskReport(models.Model):
     """Every `task.reported`: the orchestrator's view of the task at a time."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reports")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    # Indexed by report_task_at and report_unique, which lead with them.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reports", db_index=False)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, db_index=False)
     event_id = models.CharField(max_length=200)
     at = models.DateTimeField()
     status = models.CharField(max_length=20)
@@ -226,9 +233,13 @@ class TaskReport(models.Model):
 
 
 class Run(models.Model):
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    # db_index=False: the unique (namespace, id) index leads with it (issue 42).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, db_index=False)
     run_id = models.CharField(max_length=500)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    # Indexed by run_thread_ordinal, which leads with it.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     ordinal = models.IntegerField(null=True)
     trigger_kind = models.CharField(max_length=20, null=True)
     trigger_ref = models.CharField(max_length=500, null=True)
@@ -261,7 +272,8 @@ class Run(models.Model):
 
 
 class BackgroundItem(models.Model):
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    # db_index=False: the unique (namespace, id) index leads with it (issue 42).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, db_index=False)
     item_id = models.CharField(max_length=500)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="background_items")
     kind = models.CharField(max_length=20, null=True)
@@ -282,7 +294,8 @@ class BackgroundItem(models.Model):
 class Wake(models.Model):
     """A notification queued for a thread, which wakes it."""
 
-    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+    # db_index=False: the unique (namespace, id) index leads with it (issue 42).
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, db_index=False)
     wake_id = models.CharField(max_length=500)
     thread = models.ForeignKey(Thread, null=True, on_delete=models.CASCADE, related_name="wakes")
     source_kind = models.CharField(max_length=20, null=True)
@@ -309,7 +322,7 @@ class Wake(models.Model):
 class ToolRejection(models.Model):
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="rejections")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, db_index=False)
     event_id = models.CharField(max_length=200)
     at = models.DateTimeField()
     tool = models.CharField(max_length=200)
@@ -331,7 +344,7 @@ class TaskRequest(models.Model):
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE)
     parent_thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="requests")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, db_index=False)
     event_id = models.CharField(max_length=200)
     at = models.DateTimeField()
     client_request_id = models.CharField(max_length=500)
@@ -356,7 +369,7 @@ class TaskRequest(models.Model):
 class IngestedEvent(models.Model):
     """Every accepted event, raw, once per (source, id): the first one wins."""
 
-    source = models.ForeignKey(Source, on_delete=models.CASCADE)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, db_index=False)
     event_id = models.CharField(max_length=200)
     type = models.CharField(max_length=40)
     at = models.DateTimeField()
