@@ -23,6 +23,7 @@ from supervisor.core.ingest.mirror import Mirror
 from supervisor.core.ingest.own_records import refused_claims
 from supervisor.core.models import DeadLetter, IngestedEvent, Source
 from supervisor.core.retention import known_event_ids
+from supervisor.core.store import any_of  # noqa: F401  (registers the lookup)
 from supervisor.core.store.batch_write import insert_rows
 from supervisor.core.store.entity_locks import lock_entities
 
@@ -138,7 +139,7 @@ def _existing_ids(source: Source, ids: list[str]) -> set[str]:
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         found.update(
-            IngestedEvent.objects.filter(source=source, event_id__in=chunk).values_list(
+            IngestedEvent.objects.filter(source=source, event_id__any_of=chunk).values_list(
                 "event_id", flat=True
             )
         )
