@@ -194,14 +194,12 @@ def evaluate(
         judged = {("task", t) for t in task_ids} | {("thread", t) for t in thread_ids}
         with transaction.atomic():
             # One writer at a time per subject (not per namespace), and never over a
-            # newer evaluation. The rows are locked and read in one statement each,
-            # threads, then tasks, each in order of id: the order every writer locks them in.
+            # newer evaluation.
             lock_subjects(namespace_id, judged)
-            thread_rows, newer_threads = _judged_rows(
+            tasks = task_ids - _evaluated_after(Task, "task_id", namespace_id, task_ids, now)
+            threads = thread_ids - _evaluated_after(
                 Thread, "thread_id", namespace_id, thread_ids, now
             )
-            task_rows, newer_tasks = _judged_rows(Task, "task_id", namespace_id, task_ids, now)
-            tasks, threads = task_ids - newer_tasks, thread_ids - newer_threads
             subjects = {("task", t) for t in tasks} | {("thread", t) for t in threads}
             wanted = {
                 (f.subject_type, f.subject_id, f.kind): f
@@ -216,8 +214,9 @@ def evaluate(
                 kinds=kinds,
                 because=lambda key: resolved_because(snap, *key),
             )
-            _record_evaluation(Thread, thread_rows, due, "thread", now)
-            _record_evaluation(Task, task_rows, due, "task", now, settled)
+            # Threads, then tasks, each in order of id: the order every writer locks them in.
+            _record_evaluation(Thread, "thread_id", namespace_id, threads, due, "thread", now)
+            _record_evaluation(Task, "task_id", namespace_id, tasks, due, "task", now, settled)
         return subjects
 
     subjects = retrying(write)
@@ -272,25 +271,22 @@ def reconcile(
         Flag.objects.filter(pk__in=lifted).update(suppressed=False)
 
 
-def _judged_rows(model, key: str, namespace_id: int, ids: set[str], now: datetime):
-    """These subjects' rows locked (PostgreSQL) and read in one statement: row id ->
-    subject id of those this evaluation records, and the ids of those evaluated after
-    `now`, which it leaves alone. Ids without a row are in neither."""
-    rows, newer = {}, set()
-    for pk, subject_id, evaluated_at in locked_rows(model, key, namespace_id, ids, "evaluated_at"):
-        if evaluated_at is not None and evaluated_at > now:
-            newer.add(subject_id)
-        else:
-            rows[pk] = subject_id
-    return rows, newer
+def _evaluated_after(model, key: str, namespace_id: int, ids: set[str], now: datetime) -> set:
+    return set(
+        model.objects.filter(
+            namespace_id=namespace_id, **{f"{key}__in": ids}, evaluated_at__gt=now
+        ).values_list(key, flat=True)
+    )
 
 
-def _record_evaluation(model, rows: dict, due, subject_type, now, settled=None):
+def _record_evaluation(model, key, namespace_id, ids, due, subject_type, now, settled=None):
     # Each subject has its own next check: one statement per chunk, not one per time.
+    rows = locked_rows(model, key, namespace_id, ids)
+
     def record(subject_id) -> dict:
         written = {"evaluated_at": now, "next_check_at": due.get((subject_type, subject_id))}
         if settled is not None:
             written["settled"] = subject_id in settled
         return written
 
-    update_rows(model, ((pk, record(subject_id)) for pk, subject_id in rows.items()))
+    update_rows(model, ((pk, record(subject_id)) for pk, subject_id in rows))

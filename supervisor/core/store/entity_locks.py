@@ -110,16 +110,16 @@ def lock_in_order(model, key: str, namespace_id: int, ids) -> None:
         locked_rows(model, key, namespace_id, ids)
 
 
-def locked_rows(model, key: str, namespace_id: int, ids, *columns: str) -> list[tuple]:
-    """The existing rows of these subjects (row id, subject id, then `columns`), locked in
-    order of id as `lock_in_order` locks them (PostgreSQL; elsewhere only read): one
-    statement for a writer that needs both."""
+def locked_rows(model, key: str, namespace_id: int, ids) -> list[tuple[int, str]]:
+    """The existing rows of these subjects (row id, subject id), locked in order of id as
+    `lock_in_order` locks them (PostgreSQL; elsewhere only read): one statement for a
+    writer that needs both."""
     if not ids:
         return []
     rows = model.objects.filter(namespace_id=namespace_id, **{f"{key}__any_of": list(ids)})
     if connection.vendor == "postgresql":
         rows = rows.order_by(key).select_for_update(no_key=True)
-    return list(rows.values_list("pk", key, *columns))
+    return list(rows.values_list("pk", key))
 
 
 def retrying[T](write: Callable[[], T]) -> T:
