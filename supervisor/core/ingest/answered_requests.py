@@ -10,8 +10,12 @@ The value is recomputed, not toggled, for every (parent thread, request id) pair
 can change: its requests, and its tasks' pairs before and after the batch. So it equals
 what a rebuild from the stored rows gives, whatever the arrival order (a property test,
 tests/properties/test_ingest_order.py). Two batches that could race on a pair both
-touch its parent thread, whose row each locks first (mirror), so they apply one after
-the other and the second sees the first.
+name its parent thread, which each locks first (store_batch's entity locks), so they
+apply one after the other and the second sees the first. The one exception: a later
+description moving a task to another parent or request id, in the same moment as a
+request of its old pair arrives, can leave that request marked answered. No
+orchestrator here changes a task's parent or request id once delegated, so it is left
+so; the migration's recomputation (0029) mends any such pair.
 """
 
 from __future__ import annotations
