@@ -25,7 +25,7 @@ from supervisor.core.contract.events import Event, EventError, event_id_of, pars
 from supervisor.core.ingest.batch import IngestResult, letter_body
 from supervisor.core.ingest.refusals import store_or_refuse
 from supervisor.core.models import Source, Task, Thread
-from supervisor.core.store.entity_locks import locked_rows
+from supervisor.core.store.entity_locks import lock_in_order
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +108,9 @@ def mark_committed(namespace_id: int, tasks: list[str], threads: list[str]) -> N
         with transaction.atomic():
             for model, key, ids in ((Thread, "thread_id", threads), (Task, "task_id", tasks)):
                 if ids:
-                    # Locked in order, then written by row id.
-                    rows = [pk for pk, _ in locked_rows(model, key, namespace_id, ids)]
-                    model.objects.filter(pk__any_of=rows).update(
-                        last_event_at=Greatest(F("last_event_at"), Value(now))
-                    )
+                    lock_in_order(model, key, namespace_id, ids)
+                    model.objects.filter(
+                        namespace_id=namespace_id, **{f"{key}__any_of": ids}
+                    ).update(last_event_at=Greatest(F("last_event_at"), Value(now)))
     except DatabaseError as exc:  # down since the commit: the batch's own time stays
         log.warning("could not mark %d subject(s) after their batch: %s", len(tasks), exc)
